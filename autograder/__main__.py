@@ -1,0 +1,83 @@
+"""Command line: python -m autograder {release,check,grade}."""
+import argparse
+import sys
+from pathlib import Path
+
+from . import course
+from .grading import NotebookResult, check_notebook, grade_many
+from .release import release
+from .report import exercise_table, write_grades_csv
+
+
+def cmd_release(args) -> int:
+    for path in release(assignment_ids=args.assignments or None):
+        print(f"released {path.relative_to(course.ROOT)}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    path = Path(args.notebook)
+    if not path.is_file():
+        print(f"no such notebook: {path}", file=sys.stderr)
+        return 2
+    try:
+        result = check_notebook(path, args.assignment)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(exercise_table(result))
+    return 0 if result.full_marks else 1
+
+
+def find_submissions(submitted: Path):
+    """(student, assignment, notebook) for a folder laid out like nbgrader's submitted/."""
+    known = set(course.assignments())
+    found, missing = [], []
+    for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir()):
+        for adir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
+            if adir.name not in known:
+                print(f"skipping {adir}: no assignment called {adir.name}", file=sys.stderr)
+                continue
+            notebooks = sorted(adir.glob("*.ipynb"))
+            preferred = [p for p in notebooks if p.name == f"{adir.name}.ipynb"]
+            if preferred or notebooks:
+                found.append((student_dir.name, adir.name, (preferred or notebooks)[0]))
+            else:
+                missing.append((student_dir.name, adir.name))
+    return found, missing
+
+
+def cmd_grade(args) -> int:
+    submitted, out = Path(args.submitted), Path(args.out)
+    found, missing = find_submissions(submitted)
+    print(f"grading {len(found)} notebooks from {submitted}")
+    results = grade_many(found, keep_autograded=out / "autograded") if found else []
+    for student, aid in missing:
+        results.append(NotebookResult(student, aid, "", error="no notebook submitted"))
+    write_grades_csv(results, out / "grades.csv")
+    for r in sorted(results, key=lambda r: (r.student, r.assignment)):
+        print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}" + (f"  ({r.error})" if r.error else ""))
+    print(f"wrote {out / 'grades.csv'}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader generate_assignment")
+    p.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
+    p.set_defaults(run=cmd_release)
+    p = sub.add_parser("check", help="grade one notebook against its source, hidden tests included")
+    p.add_argument("notebook")
+    p.add_argument("--assignment", help="assignment id, when the file and folder names do not tell")
+    p.set_defaults(run=cmd_check)
+    p = sub.add_parser("grade", help="grade a folder laid out like nbgrader's submitted/")
+    p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
+    p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
+    p.set_defaults(run=cmd_grade)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

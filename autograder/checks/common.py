@@ -1,0 +1,63 @@
+"""What every hidden check needs: run student code safely, with shortcuts banned
+and earlier exercises replaced by trusted references."""
+import contextlib
+import warnings
+
+import torch
+
+from lib.guard import ForbiddenCall, forbid, trusted
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def student_code(namespace=None, inject=None, ops=(), references=()):
+    """Run the block as graded student code.
+
+    - ``inject``: names to replace in the notebook's globals (``namespace``)
+      with trusted versions, so this exercise is graded on its own;
+    - ``ops`` / ``references``: PyTorch operators and ``lib`` references the
+      exercise may not call (see ``lib.guard``);
+    - warnings are silenced (nbgrader zeroes a test cell that writes to stderr)
+      and gradients are not needed.
+    """
+    inject = inject or {}
+    saved = {name: namespace.get(name, _MISSING) for name in inject} if namespace is not None else {}
+    try:
+        for name, fn in inject.items():
+            namespace[name] = trusted(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with forbid(ops, references):
+                yield
+    finally:
+        for name, old in saved.items():
+            if old is _MISSING:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = old
+
+
+def call(what: str, fn, *args, **kwargs):
+    """Call student code; turn any exception into a failure that says which call broke."""
+    try:
+        return fn(*args, **kwargs)
+    except AssertionError:
+        raise
+    except ForbiddenCall as e:
+        raise AssertionError(f"{what}: {e}") from None
+    except NotImplementedError:
+        raise AssertionError(f"{what} is not implemented yet (it raises NotImplementedError)") from None
+    except Exception as e:  # noqa: BLE001 - any crash of student code is a failed check
+        raise AssertionError(f"{what} raised {type(e).__name__}: {e}") from None
+
+
+def unpack_pair(result, what: str):
+    """Attention functions return (output, weights): check that shape of the answer."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise AssertionError(f"{what} should return a pair (output, weights), got {type(result).__name__}")
+    return result
+
+
+def seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)

@@ -1,0 +1,40 @@
+"""Where the course lives and which assignments it has."""
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(os.environ.get("COURSE_ROOT", Path(__file__).resolve().parent.parent))
+SOLUTIONS = ROOT / "solutions"
+NOTEBOOKS = ROOT / "notebooks"
+CONFIG = Path(__file__).resolve().parent / "nbgrader_config.py"
+
+
+def assignments() -> list[str]:
+    """Assignment ids, in order: the folders of solutions/."""
+    return sorted(p.name for p in SOLUTIONS.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def source_notebook(assignment: str) -> Path:
+    return SOLUTIONS / assignment / f"{assignment}.ipynb"
+
+
+def release_notebook(assignment: str) -> Path:
+    return NOTEBOOKS / assignment / f"{assignment}.ipynb"
+
+
+def detect_assignment(path: Path) -> str:
+    """The assignment a notebook belongs to: its folder's name, else its file name,
+    else the two-digit number its file name starts with (``01 (1).ipynb``)."""
+    known = assignments()
+    path = Path(path)
+    for name in (path.parent.name, path.stem):
+        if name in known:
+            return name
+    match = re.match(r"(\d\d)", path.stem) or re.match(r"(\d\d)", path.parent.name)
+    if match:
+        hits = [a for a in known if a.startswith(match.group(1) + "_")]
+        if len(hits) == 1:
+            return hits[0]
+    raise ValueError(
+        f"cannot tell which assignment {path} belongs to: put it in a folder named after the assignment "
+        f"or name the file after it. Known assignments: {', '.join(known)}")

@@ -1,0 +1,40 @@
+"""Run stock nbgrader in a scratch course directory.
+
+The project never forks nbgrader: it lays out a throwaway course folder with
+the course's configuration and calls nbgrader's own commands in it.
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import course
+
+
+def make_course(root: Path, assignment_ids) -> Path:
+    """A course folder at ``root`` whose solutions/ holds the given assignments."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"load_subconfig({str(course.CONFIG)!r})\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+    )
+    for aid in assignment_ids:
+        shutil.copytree(course.SOLUTIONS / aid, root / "solutions" / aid, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    return root
+
+
+def nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in course folder ``root``; raise with its log if it fails."""
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def generate(root: Path, assignment: str) -> Path:
+    """Release one assignment with ``nbgrader generate_assignment``; return the student notebook."""
+    nbgrader(root, "generate_assignment", assignment, "--force")
+    return root / "notebooks" / assignment / f"{assignment}.ipynb"

@@ -1,0 +1,61 @@
+"""Readable assertions for the notebooks' checks.
+
+Every failure says what is wrong in a student's terms: the expected and the
+actual shape, the first entry that differs, and, where the checks know a
+common mistake that would produce exactly this output, its likely cause.
+"""
+import torch
+
+
+def _describe(t) -> str:
+    return f"a {type(t).__name__}" if not torch.is_tensor(t) else f"shape {tuple(t.shape)}"
+
+
+def assert_shape(actual, shape, name: str = "output") -> None:
+    """Fail unless ``actual`` is a tensor of exactly ``shape``."""
+    if not torch.is_tensor(actual):
+        raise AssertionError(f"{name} should be a tensor of shape {tuple(shape)}, got {_describe(actual)}")
+    if tuple(actual.shape) != tuple(shape):
+        raise AssertionError(f"{name} has shape {tuple(actual.shape)}, expected {tuple(shape)}")
+
+
+def first_difference(actual, expected, atol, rtol):
+    """Index, actual value and expected value of the first entry outside tolerance, or None."""
+    a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
+    bad = ~torch.isclose(a, e, atol=atol, rtol=rtol, equal_nan=False)
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in bad.nonzero()[0])
+    return idx, a[idx].item(), e[idx].item()
+
+
+def is_close(actual, expected, atol=1e-5, rtol=1e-4) -> bool:
+    """True when ``actual`` is a tensor shaped like ``expected`` and equal to it within tolerance."""
+    return (
+        torch.is_tensor(actual)
+        and actual.shape == expected.shape
+        and first_difference(actual, expected, atol, rtol) is None
+    )
+
+
+def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, hints=None) -> None:
+    """Fail unless ``actual`` equals ``expected`` (shape and values, within tolerance).
+
+    ``hints`` maps a message to the output a known mistake produces; when
+    ``actual`` matches one of them, the failure names that mistake.
+    """
+    hints = hints or {}
+    if not torch.is_tensor(actual):
+        raise AssertionError(f"{name} should be a tensor of shape {tuple(expected.shape)}, got {_describe(actual)}")
+    for message, wrong in hints.items():
+        if is_close(actual, wrong, atol, rtol) and not is_close(wrong, expected, atol, rtol):
+            raise AssertionError(f"{name} is wrong: {message}")
+    assert_shape(actual, expected.shape, name)
+    if actual.dtype != expected.dtype:
+        raise AssertionError(f"{name} has dtype {actual.dtype}, expected {expected.dtype}")
+    if not torch.isfinite(actual).all() and torch.isfinite(expected).all():
+        raise AssertionError(f"{name} contains NaN or inf where the expected values are all finite")
+    diff = first_difference(actual, expected, atol, rtol)
+    if diff is not None:
+        idx, a, e = diff
+        raise AssertionError(f"{name} differs from the expected value: first at index {idx}, got {a:.6g}, expected {e:.6g}")
