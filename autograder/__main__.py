@@ -1,5 +1,6 @@
 """Command line: python -m autograder {release,check,grade}."""
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def cmd_grade(args) -> int:
     submitted, out = Path(args.submitted), Path(args.out)
     found, missing = find_submissions(submitted)
     print(f"grading {len(found)} notebooks from {submitted}")
-    results = grade_many(found, keep_autograded=out / "autograded") if found else []
+    results = grade_many(found, jobs=args.jobs, keep_autograded=out / "autograded") if found else []
     for student, aid in missing:
         results.append(NotebookResult(student, aid, "", error="no notebook submitted"))
     write_grades_csv(results, out / "grades.csv")
@@ -74,6 +75,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("grade", help="grade a folder laid out like nbgrader's submitted/")
     p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
     p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
     p.set_defaults(run=cmd_grade)
     args = parser.parse_args(argv)
     return args.run(args)

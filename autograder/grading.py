@@ -7,8 +7,11 @@ import json
 import re
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import nbformat
 
 from . import course
 from .nbgrader_run import generate, make_course, nbgrader
@@ -79,7 +82,7 @@ def _failure_messages(autograded: Path) -> dict:
     messages = {}
     if not autograded.is_file():
         return messages
-    nb = json.loads(autograded.read_text())
+    nb = nbformat.reads(autograded.read_text(), as_version=4)
     for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         for out in cell.get("outputs", []):
@@ -112,15 +115,25 @@ def _read_results(root: Path, student: str, assignment: str) -> NotebookResult:
     return result
 
 
-def grade_many(submissions, workdir: Path | None = None, keep_autograded: Path | None = None):
+def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None):
     """Grade ``submissions``, a list of (student_id, assignment_id, notebook path).
 
-    Returns a list of NotebookResult in the same order. Each assignment is
-    released once into a scratch course; ``nbgrader autograde`` then grades
-    every student of it.
+    Returns a list of NotebookResult in the same order. The submissions are
+    split into ``jobs`` shares, each graded in its own scratch course with its
+    own gradebook, at the same time.
     """
+    shares = [submissions[i::jobs] for i in range(max(1, min(jobs, len(submissions))))]
+    if len(shares) == 1:
+        return _grade_share(submissions, keep_autograded)
+    with ThreadPoolExecutor(len(shares)) as pool:
+        graded = list(pool.map(lambda share: _grade_share(share, keep_autograded), shares))
+    by_key = {(r.student, r.assignment): r for share in graded for r in share}
+    return [by_key[(s, a)] for s, a, _ in submissions]
+
+
+def _grade_share(submissions, keep_autograded: Path | None):
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        root = Path(workdir or tmp)
+        root = Path(tmp)
         ids = sorted({aid for _, aid, _ in submissions})
         make_course(root, ids)
         for aid in ids:

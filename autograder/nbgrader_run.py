@@ -3,6 +3,7 @@
 The project never forks nbgrader: it lays out a throwaway course folder with
 the course's configuration and calls nbgrader's own commands in it.
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -27,8 +28,11 @@ def make_course(root: Path, assignment_ids) -> Path:
 
 def nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run ``nbgrader ARGS`` in course folder ``root``; raise with its log if it fails."""
+    # nbgrader runs the `alembic` command by name: put this Python's scripts first on PATH,
+    # so that it is found even when the virtual environment is not activated.
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -38,8 +38,9 @@ def student_code(namespace=None, inject=None, ops=(), references=()):
                 namespace[name] = old
 
 
-def call(what: str, fn, *args, **kwargs):
-    """Call student code; turn any exception into a failure that says which call broke."""
+def call(what: str, fn, *args, hint: str = "", **kwargs):
+    """Call student code; turn any exception into a failure that says which call broke
+    (and, with ``hint``, the likely cause)."""
     try:
         return fn(*args, **kwargs)
     except AssertionError:
@@ -49,7 +50,7 @@ def call(what: str, fn, *args, **kwargs):
     except NotImplementedError:
         raise AssertionError(f"{what} is not implemented yet (it raises NotImplementedError)") from None
     except Exception as e:  # noqa: BLE001 - any crash of student code is a failed check
-        raise AssertionError(f"{what} raised {type(e).__name__}: {e}") from None
+        raise AssertionError(f"{what} raised {type(e).__name__}: {e}" + (f". {hint}" if hint else "")) from None
 
 
 def unpack_pair(result, what: str):

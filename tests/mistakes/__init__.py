@@ -1,0 +1,20 @@
+"""The mistake catalogue: common wrong answers, each with the graded cells it
+must lose and the words its failure message must contain; and correct
+alternatives that must keep full marks. One module per notebook."""
+from dataclasses import dataclass
+
+
+@dataclass
+class Mistake:
+    name: str
+    cell: str          # grade_id of the solution cell the mistake goes in
+    code: str          # what the student wrote there
+    loses: tuple       # graded cells that must lose points (the first one shows `message`)
+    message: str       # words the failure message of loses[0] must contain
+
+
+@dataclass
+class Alternative:
+    name: str
+    cell: str
+    code: str

@@ -1,0 +1,42 @@
+"""The conda and pip paths install the same thing; CI runs the README's command."""
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import course as setup_script  # noqa: E402  the repository's course.py
+
+
+def env_yml():
+    """The few keys of environment.yml we need (no YAML library required)."""
+    text = (ROOT / "environment.yml").read_text()
+    pip = re.findall(r"^\s{6}- (.+)$", text, re.MULTILINE)
+    conda = re.findall(r"^\s{2}- (\S+)$", text, re.MULTILINE)
+    return conda, pip
+
+
+def test_conda_pip_section_equals_the_setup_script():
+    _, pip = env_yml()
+    assert pip == [" ".join(step) for step in setup_script.PIP_STEPS]
+
+
+def test_conda_python_fits_the_package():
+    conda, _ = env_yml()
+    version = next(d.split("=")[1] for d in conda if d.startswith("python="))
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires.startswith(">=") and tuple(map(int, version.split("."))) >= tuple(map(int, requires[2:].split(".")))
+    assert set(conda) == {f"python={version}", "pip"}, "everything else comes through pip"
+
+
+def test_package_keeps_torch_a_range():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(re.fullmatch(r"torch>=[\d.]+", d) for d in deps)
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = "python3 course.py test"
+    assert f"\n{command}\n" in readme
+    assert command in (ROOT / ".ci" / "run").read_text()

@@ -1,0 +1,72 @@
+"""The check and grade commands, end to end through stock nbgrader."""
+import csv
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import course
+from tests.submissions import make_submission
+
+AID = "01_self_attention"
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
+                          cwd=cwd or course.ROOT)
+
+
+def test_check_solution_gets_full_marks():
+    proc = run("check", str(course.source_notebook(AID)))
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "autograded: 11 / 11" in proc.stdout
+    assert "awaiting a human grader" in proc.stdout
+
+
+def test_check_untouched_release_gets_zero(tmp_path):
+    # a student's copy, anywhere on disk, named as a browser download would name it
+    copy = tmp_path / "downloads" / f"{AID[:2]} (1).ipynb"
+    copy.parent.mkdir()
+    shutil.copyfile(course.release_notebook(AID), copy)
+    proc = run("check", str(copy), cwd=tmp_path)
+    print(proc.stdout)
+    assert proc.returncode == 1
+    assert "autograded: 0 / 11" in proc.stdout
+    assert "not implemented yet" in proc.stdout
+
+
+def test_check_unknown_notebook_is_a_clear_error(tmp_path):
+    odd = tmp_path / "homework.ipynb"
+    shutil.copyfile(course.release_notebook(AID), odd)
+    proc = run("check", str(odd))
+    assert proc.returncode == 2
+    assert "cannot tell which assignment" in proc.stderr and AID in proc.stderr
+
+
+def test_grade_a_class(tmp_path):
+    sub = tmp_path / "submitted"
+    make_submission(AID, sub / "alice" / AID / f"{AID}.ipynb")
+    make_submission(AID, sub / "bob" / AID / f"{AID}.ipynb", solve=False)
+    make_submission(AID, sub / "carol" / AID / "renamed.ipynb", {"softmax": "def softmax(x, dim=-1):\n    return x\n"})
+    (sub / "dave" / AID).mkdir(parents=True)
+    out = tmp_path / "out"
+    proc = run("grade", str(sub), "--out", str(out), "--jobs", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert list(next(csv.reader(open(out / "grades.csv")))) == ["student_id", "assignment", "notebook", "score", "max_score"]
+    assert (rows["alice"]["score"], rows["alice"]["max_score"]) == ("11", "15")
+    assert rows["bob"]["score"] == "0"
+    assert (rows["carol"]["score"], rows["carol"]["notebook"]) == ("8", "renamed.ipynb")
+    assert rows["dave"]["score"] == "0"
+    assert (out / "autograded" / "alice" / AID / f"{AID}.ipynb").is_file()
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("x/01_self_attention/anything.ipynb", AID),
+    ("x/01_self_attention.ipynb", AID),
+    ("x/01_self_attention (2).ipynb", AID),
+])
+def test_detect_assignment(path, expected):
+    assert course.detect_assignment(path) == expected

@@ -1,0 +1,63 @@
+"""The grading guard catches every spelling of a banned built-in; the test
+helpers' messages say what is wrong."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lib import self_attention as ref
+from lib.guard import ForbiddenCall, forbid, trusted
+from lib.testing import assert_close, assert_shape
+
+x = torch.randn(3, 4)
+SPELLINGS = {
+    "torch.softmax": lambda: torch.softmax(x, -1),
+    "Tensor.softmax": lambda: x.softmax(-1),
+    "F.softmax": lambda: F.softmax(x, -1),
+    "nn.Softmax": lambda: torch.nn.Softmax(-1)(x),
+    "F.log_softmax": lambda: F.log_softmax(x, -1),
+    "aten._softmax": lambda: torch.ops.aten._softmax(x, -1, False),
+    "F.scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(x[None], x[None], x[None]),
+    "nn.MultiheadAttention": lambda: torch.nn.MultiheadAttention(4, 1, batch_first=True)(x[None], x[None], x[None]),
+    "lib reference": lambda: ref.softmax(x),
+    "lib reference module": lambda: ref.SelfAttention(4)(x[None]),
+}
+
+
+@pytest.mark.parametrize("name", SPELLINGS)
+def test_forbid_catches(name):
+    with forbid(ops=("softmax", "scaled_dot_product"), references=("softmax", "SelfAttention")):
+        with pytest.raises(ForbiddenCall):
+            SPELLINGS[name]()
+
+
+def test_trusted_lifts_the_ban_and_state_is_restored():
+    with forbid(ops=("softmax",), references=("softmax", "scaled_dot_product_attention")):
+        out, _ = trusted(ref.scaled_dot_product_attention)(x, x, x)
+        assert torch.isfinite(out).all()
+        assert torch.allclose(trusted(torch.softmax)(x, -1), ref.softmax.__wrapped__(x))
+    torch.softmax(x, -1)  # allowed again outside
+    ref.softmax(x)
+
+
+def test_allowed_ops_still_work_under_the_ban():
+    with forbid(ops=("softmax",)):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        torch.logsumexp(x, -1)
+        assert torch.allclose((e / e.sum(-1, keepdim=True)).sum(-1), torch.ones(3))
+
+
+def test_assert_close_messages():
+    with pytest.raises(AssertionError, match=r"has shape \(2, 3\), expected \(3, 2\)"):
+        assert_close(torch.zeros(2, 3), torch.zeros(3, 2), "out")
+    with pytest.raises(AssertionError, match=r"first at index \(1, 0\), got 5, expected 0"):
+        t = torch.zeros(2, 2)
+        t[1, 0] = 5
+        assert_close(t, torch.zeros(2, 2), "out")
+    with pytest.raises(AssertionError, match="is wrong: transposed"):
+        w = torch.rand(2, 3)
+        assert_close(w.T.contiguous(), w, "w", hints={"transposed": w.T})
+    with pytest.raises(AssertionError, match="NaN or inf"):
+        assert_close(torch.tensor([float("nan")]), torch.tensor([1.0]), "out")
+    with pytest.raises(AssertionError, match="should be a tensor"):
+        assert_shape([1, 2], (2,), "out")
+    assert_close(torch.ones(2), torch.ones(2) + 1e-7, "out")
