@@ -4,16 +4,18 @@ import sys
 import tomllib
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import course as setup_script  # noqa: E402  the repository's course.py
 
 
 def env_yml():
-    """The few keys of environment.yml we need (no YAML library required)."""
-    text = (ROOT / "environment.yml").read_text()
-    pip = re.findall(r"^\s{6}- (.+)$", text, re.MULTILINE)
-    conda = re.findall(r"^\s{2}- (\S+)$", text, re.MULTILINE)
+    """environment.yml's conda packages, and its pip section."""
+    deps = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    conda = [d for d in deps if isinstance(d, str)]
+    pip = next(d["pip"] for d in deps if isinstance(d, dict))
     return conda, pip
 
 
