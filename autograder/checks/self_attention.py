@@ -58,26 +58,24 @@ def softmax_reference(softmax):
 
 def softmax_stable(softmax):
     """No overflow for large inputs; -inf entries get weight 0."""
-    big = torch.tensor([[1000.0, 1001.0, 1002.0]])
-    with _graded():
-        out = call("softmax([[1000, 1001, 1002]])", softmax, big, dim=-1)
-    if not torch.is_tensor(out) or not torch.isfinite(out).all():
-        raise AssertionError(
-            "softmax gives NaN or inf for large inputs such as [1000, 1001, 1002]: exp(1000) overflows. "
-            "Subtract the maximum along `dim` before exp; the result does not change")
-    assert_close(out, torch.softmax(big, -1), "softmax of large inputs")
-    mixed = torch.tensor([[0.0, 1.0, 2.0], [-1000.0, -999.0, -998.0]])
-    with _graded():
-        out = call("softmax([[0, 1, 2], [-1000, -999, -998]])", softmax, mixed, dim=-1)
-    if not torch.is_tensor(out) or not torch.isfinite(out).all():
-        raise AssertionError(
-            "softmax gives NaN for a row of large negative values when another row is near 0: "
-            "subtract the max of each row (x.amax(dim=dim, keepdim=True)), not the max of the whole tensor")
-    assert_close(out, torch.softmax(mixed, -1), "softmax of rows on different scales")
-    masked = torch.tensor([[0.0, float("-inf"), 1.0]])
-    with _graded():
-        out = call("softmax([[0, -inf, 1]])", softmax, masked, dim=-1)
-    assert_close(out, torch.softmax(masked, -1), "softmax of [0, -inf, 1] (a -inf score must get weight 0)")
+    inf = float("inf")
+    probes = [  # input, what it is, what a NaN or inf in the answer means
+        ([[1000.0, 1001.0, 1002.0]], "softmax([[1000, 1001, 1002]])",
+         "softmax gives NaN or inf for large inputs such as [1000, 1001, 1002]: exp(1000) overflows. "
+         "Subtract the maximum along `dim` before exp; the result does not change"),
+        ([[0.0, 1.0, 2.0], [-1000.0, -999.0, -998.0]], "softmax([[0, 1, 2], [-1000, -999, -998]])",
+         "softmax gives NaN for a row of large negative values when another row is near 0: "
+         "subtract the max of each row (x.amax(dim=dim, keepdim=True)), not the max of the whole tensor"),
+        ([[0.0, -inf, 1.0]], "softmax([[0, -inf, 1]])",
+         "softmax gives NaN when a score is -inf: a -inf score must get weight exactly 0"),
+    ]
+    for values, what, nan_message in probes:
+        x = torch.tensor(values)
+        with _graded():
+            out = call(what, softmax, x, dim=-1)
+        if torch.is_tensor(out) and out.shape == x.shape and not torch.isfinite(out).all():
+            raise AssertionError(nan_message)
+        assert_close(out, torch.softmax(x, -1), what)
 
 
 # --- simple_self_attention -------------------------------------------------
@@ -147,7 +145,8 @@ def _attention_case(g, lead, t_q, t_k, d_k, d_v, dtype=torch.float32):
 
 
 def scaled_dot_product_attention_reference(scaled_dot_product_attention, namespace):
-    """Equals PyTorch's attention for any leading dims, T_q != T_k and d_v != d_k, in float32 and float64."""
+    """Equals PyTorch's attention for any leading dims, T_q != T_k and d_v != d_k, for large scores,
+    in float32 and float64."""
     g = seeded(3)
     cases = [((), 3, 5, 4, 6), ((2,), 4, 4, 8, 8), ((2, 3), 3, 6, 4, 5), ((2,), 5, 5, 16, 2)]
     for lead, t_q, t_k, d_k, d_v in cases:
@@ -159,6 +158,15 @@ def scaled_dot_product_attention_reference(scaled_dot_product_attention, namespa
             out, w = unpack_pair(call(what, scaled_dot_product_attention, q, k, v, hint=BATCH_HINT if lead else ""), what)
         assert_close(w, w_ref, f"weights of {what}", hints=_scaling_hints(q, k, v))
         assert_close(out, out_ref, f"output of {what}")
+    q, k, v = _attention_case(g, (2,), 4, 6, 8, 3)
+    q, k = q * 30, k * 30  # scores in the thousands: exp overflows unless the softmax is stable
+    out_ref, _ = _expected_attention(q, k, v)
+    with _graded(namespace, {"softmax": ref.softmax}):
+        out, w = unpack_pair(call("attention with large scores", scaled_dot_product_attention, q, k, v), "attention")
+    if torch.is_tensor(out) and not torch.isfinite(out).all():
+        raise AssertionError("attention gives NaN or inf when the scores are large (in the thousands): "
+                             "compute the weights with your stable softmax, not with exp directly")
+    assert_close(out, out_ref, "output of attention with large scores", atol=1e-4)
     q, k, v = _attention_case(g, (2,), 3, 4, 4, 4, dtype=torch.float64)
     out_ref, w_ref = _expected_attention(q, k, v)
     with _graded(namespace, {"softmax": ref.softmax}):

@@ -83,6 +83,14 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     w = softmax(scores, dim=-1)
     return w @ v, w.transpose(-2, -1)
 ''', ("scaled_dot_product_attention_reference",), "transposed"),
+    Mistake("attention with its own unstable exp", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).exp()
+    if mask is not None:
+        scores = scores * mask
+    w = scores / scores.sum(dim=-1, keepdim=True)
+    return w @ v, w
+''', ("scaled_dot_product_attention_reference",), "stable softmax"),
     Mistake("mask applied after the softmax", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     w = softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
