@@ -1,23 +1,13 @@
 """Stock nbgrader commands work on this layout through the project's own
 nbgrader_config.py: generate, autograde, feedback, export."""
 import csv
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 from autograder import course
+from autograder.nbgrader_run import nbgrader  # runs stock `nbgrader ARGS` in a folder, raises if it fails
 from tests.submissions import make_submission
 
 AID = "01_self_attention"
-
-
-def nbgrader(root, *args):
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
 
 
 def test_stock_nbgrader_round_trip(tmp_path):
