@@ -14,17 +14,10 @@ c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.course_id = "transformers-from-scratch"
 
-# One notebook per assignment, named like its folder.
-c.CourseDirectory.notebook_id = "*"
-
 # The visible check cells and graded test cells are read-only and restored from
 # the gradebook at grading time; students fill in only the solution cells.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
-
-# Generated student notebooks must be reproducible byte for byte.
-c.ClearOutput.enabled = True
-c.GenerateAssignment.create_assignment = True
 
 # Each cell has 60 s (nbgrader's default is 30 s); no test cell needs more than 2 s.
 c.Execute.timeout = 60
