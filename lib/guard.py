@@ -75,9 +75,16 @@ def reference(obj):
     return guarded
 
 
-def trusted(fn):
-    """Wrap ``fn`` so that it runs with every ban lifted."""
+def trusted(obj):
+    """Wrap a function so that it runs with every ban lifted; for an ``nn.Module``
+    class, return a subclass whose construction and ``forward`` run trusted."""
+    if inspect.isclass(obj):
+        return type(obj.__name__, (obj,), {"__init__": _lifted(obj.__init__), "forward": _lifted(obj.forward),
+                                           "__module__": obj.__module__, "__qualname__": obj.__qualname__})
+    return _lifted(obj)
 
+
+def _lifted(fn):
     @functools.wraps(fn)
     def run_trusted(*args, **kwargs):
         _state["trusted_depth"] += 1
