@@ -1,10 +1,11 @@
-"""Command line: python -m autograder {release,check,grade}."""
+"""Command line: python -m autograder {release,check,grade,bundle}."""
 import argparse
 import os
 import sys
 from pathlib import Path
 
 from . import course
+from .bundle import bundle
 from .grading import NotebookResult, check_notebook, grade_many
 from .release import release
 from .report import exercise_table, write_grades_csv
@@ -62,6 +63,18 @@ def cmd_grade(args) -> int:
     return 0
 
 
+def cmd_bundle(args) -> int:
+    try:
+        names = bundle(args.upto, Path(args.out))
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}: {len(names)} files")
+    for name in names:
+        print(f"  {name}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -77,6 +90,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser("bundle", help="zip what students get: release notebooks up to NN, lib references before NN")
+    p.add_argument("--upto", required=True, help="last notebook in the bundle: its id or two digits (04)")
+    p.add_argument("out", help="the zip file to write")
+    p.set_defaults(run=cmd_bundle)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -8,6 +8,18 @@ SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
 CONFIG = Path(__file__).resolve().parent / "nbgrader_config.py"
 
+# The lib modules that hold each notebook's reference solutions. A student
+# working on notebook NN may use those of earlier notebooks only (the checks
+# in tests/test_lib_order.py keep it so, and a student bundle ships no more).
+REFERENCE_MODULES = {
+    "01_self_attention": ("self_attention",),
+    "02_positions": ("positions",),
+    "03_feed_forward": ("feed_forward",),
+    "04_masking": ("masking",),
+    "05_multi_head": ("multi_head",),
+    "06_residual_layernorm": ("layer_norm", "encoder"),
+}
+
 
 def assignments() -> list[str]:
     """Assignment ids, in order: the folders of solutions/."""
