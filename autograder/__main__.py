@@ -19,6 +19,8 @@ def cmd_release(args) -> int:
 
 def cmd_check(args) -> int:
     path = Path(args.notebook)
+    if path.is_dir():
+        return check_folder(path, args.jobs)
     if not path.is_file():
         print(f"no such notebook: {path}", file=sys.stderr)
         return 2
@@ -29,6 +31,31 @@ def cmd_check(args) -> int:
         return 2
     print(exercise_table(result))
     return 0 if result.full_marks else 1
+
+
+def check_folder(folder: Path, jobs: int) -> int:
+    """Grade every course notebook under ``folder`` (say notebooks/) at once."""
+    found = []
+    for nb in sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
+        try:
+            found.append((nb, course.detect_assignment(nb)))
+        except ValueError:
+            print(f"skipping {nb}: not a notebook of this course", file=sys.stderr)
+    if not found:
+        print(f"no course notebooks under {folder}", file=sys.stderr)
+        return 2
+    results = grade_many([(f"you{i}", aid, nb) for i, (nb, aid) in enumerate(found)], jobs=jobs)
+    for r, (nb, _) in zip(results, found):
+        r.notebook = str(nb)
+        print(exercise_table(r), end="\n\n")
+    width = max(len(r.assignment) for r in results)
+    print("progress")
+    for r in results:
+        mark = "done" if r.full_marks else "to do"
+        print(f"  {r.assignment:<{width}}  {r.auto_score:>4g} / {r.auto_max:<4g} {mark}")
+    total, most = sum(r.auto_score for r in results), sum(r.auto_max for r in results)
+    print(f"  {'all':<{width}}  {total:>4g} / {most:<4g} autograded points")
+    return 0 if all(r.full_marks for r in results) else 1
 
 
 def find_submissions(submitted: Path):
@@ -81,8 +108,9 @@ def main(argv=None) -> int:
     p = sub.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader generate_assignment")
     p.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
     p.set_defaults(run=cmd_release)
-    p = sub.add_parser("check", help="grade one notebook against its source, hidden tests included")
-    p.add_argument("notebook")
+    p = sub.add_parser("check", help="grade a notebook, or every notebook in a folder, hidden tests included")
+    p.add_argument("notebook", help="a notebook, or a folder such as notebooks/")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
     p.add_argument("--assignment", help="assignment id, when the file and folder names do not tell")
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("grade", help="grade a folder laid out like nbgrader's submitted/")

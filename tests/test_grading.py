@@ -37,6 +37,39 @@ def test_check_untouched_release_gets_zero(tmp_path):
     assert "not implemented yet" in proc.stdout
 
 
+def _auto_max(aid):
+    from autograder.grading import _source_cells
+    return sum(points for _, points, manual in _source_cells(aid)[1] if not manual)
+
+
+def _progress(stdout):
+    """assignment -> (score, max, done?) from the progress table of `check FOLDER`."""
+    rows = {}
+    for line in stdout.split("\nprogress\n", 1)[1].splitlines():
+        name, score, _, most, mark = line.split()[:5]
+        rows[name] = (float(score), float(most), mark == "done")
+    return rows
+
+
+def test_check_folder_of_solutions_gets_full_marks_everywhere():
+    proc = run("check", str(course.SOLUTIONS))
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = _progress(proc.stdout)
+    for aid in course.assignments():
+        assert rows[aid] == (_auto_max(aid), _auto_max(aid), True), aid
+
+
+def test_check_folder_of_untouched_releases_gets_zero_everywhere():
+    proc = run("check", str(course.NOTEBOOKS))
+    print(proc.stdout)
+    assert proc.returncode == 1
+    rows = _progress(proc.stdout)
+    for aid in course.assignments():
+        assert rows[aid] == (0.0, _auto_max(aid), False), aid
+    assert "all" in rows
+
+
 def test_check_unknown_notebook_is_a_clear_error(tmp_path):
     odd = tmp_path / "homework.ipynb"
     shutil.copyfile(course.release_notebook(AID), odd)
