@@ -1,13 +1,22 @@
 """Shared code for the course "Transformers from scratch, autograded".
 
-One module per idea:
+One module per idea. Reference solutions, one notebook each (a notebook
+imports only those of earlier notebooks, so a student who got stuck in one
+notebook can still finish the next):
+
+- ``self_attention``  01: softmax, attention, a self-attention layer
+- ``positions``       02: sinusoidal and learned position vectors
+- ``feed_forward``    03: the position-wise feed-forward network
+- ``masking``         04: causal and padding masks
+- ``multi_head``      05: splitting into heads, multi-head attention
+- ``layer_norm``      06: layer normalization
+- ``encoder``         06: the encoder layer (attention, feed-forward, residuals, norms)
+
+Support:
 
 - ``device``          picking CUDA / Apple MPS / CPU, and seeding
-- ``self_attention``  reference solutions of notebook 01
+- ``char_lm``         a tiny character-level language model and its training loop (04)
 - ``plots``           attention heatmaps and other pictures
 - ``testing``         readable assertions used by the notebooks' checks
 - ``guard``           marks the reference code, so graders can switch it off
-
-Later notebooks import earlier components from here, so a student who got
-stuck in one notebook can still finish the next.
 """
