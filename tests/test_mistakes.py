@@ -1,5 +1,11 @@
 """Every catalogued mistake loses points with a message that names it, and
-costs nothing outside its own exercise; every correct alternative keeps full marks."""
+costs nothing outside its own exercise; every correct alternative keeps full marks.
+
+The whole catalogue is graded in this process (tests/inprocess.py: the same
+hidden checks, without a kernel per submission); a sample of it also goes
+through nbgrader, which must give the same verdicts. Set
+COURSE_FULL_CATALOGUE=1 to send the whole catalogue through nbgrader.
+"""
 import importlib
 import os
 import pkgutil
@@ -8,49 +14,72 @@ import pytest
 
 import tests.mistakes as catalogue
 from autograder.grading import grade_many
+from tests.inprocess import Notebook
 from tests.submissions import make_submission
 
 MODULES = [importlib.import_module(f"tests.mistakes.{m.name}") for m in pkgutil.iter_modules(catalogue.__path__)]
 MISTAKES = [(m.ASSIGNMENT, x) for m in MODULES for x in m.MISTAKES]
 ALTERNATIVES = [(m.ASSIGNMENT, x) for m in MODULES for x in m.ALTERNATIVES]
+FULL = os.environ.get("COURSE_FULL_CATALOGUE") == "1"
+SAMPLE = MISTAKES + ALTERNATIVES if FULL else [
+    (m.ASSIGNMENT, x) for m in MODULES for x in m.MISTAKES[:2] + m.ALTERNATIVES[:1]]
+_notebooks = {}
 
 
-@pytest.fixture(scope="module")
-def graded(request, tmp_path_factory):
-    """Grade, in one class-sized run, every mistake and alternative of the
-    notebooks whose tests were selected (so `-k 02_positions` grades only 02)."""
-    wanted = {item.callspec.params["aid"] for item in request.session.items
-              if getattr(item, "callspec", None) and "aid" in item.callspec.params}
-    todo = [(aid, item) for aid, item in MISTAKES + ALTERNATIVES if aid in wanted]
-    tmp = tmp_path_factory.mktemp("catalogue")
-    subs = []
-    for i, (aid, item) in enumerate(todo):
-        student = f"s{i:03d}"
-        subs.append((student, aid, make_submission(aid, tmp / student / f"{aid}.ipynb", {item.cell: item.code})))
-    results = grade_many(subs, jobs=os.cpu_count() or 1)
-    return {(aid, item.name): r for (aid, item), r in zip(todo, results)}
+def verdicts(aid, item):
+    if aid not in _notebooks:
+        _notebooks[aid] = Notebook(aid)
+    return _notebooks[aid].grade(item.cell, item.code)
 
 
 def test_catalogue_is_large_enough():
     for module in MODULES:
         assert len(module.MISTAKES) >= 8, f"{module.ASSIGNMENT}: at least 8 mistakes"
+        assert len(module.ALTERNATIVES) >= 2, f"{module.ASSIGNMENT}: at least 2 alternatives"
 
 
 @pytest.mark.parametrize("aid,mistake", MISTAKES, ids=[f"{a}:{m.name}" for a, m in MISTAKES])
-def test_mistake_loses_points_with_its_message(graded, aid, mistake):
-    result = graded[(aid, mistake.name)]
-    cells = {c.grade_id: c for c in result.cells}
+def test_mistake_loses_points_with_its_message(aid, mistake):
+    cells = {v.grade_id: v for v in verdicts(aid, mistake)}
     for gid in mistake.loses:
-        assert cells[gid].score < cells[gid].max_score, f"{gid} kept its points"
+        assert not cells[gid].passed, f"{gid} kept its points"
     message = cells[mistake.loses[0]].message
     assert mistake.message in message, f"message of {mistake.loses[0]} does not name the mistake: {message!r}"
-    for cell in result.cells:  # tests isolate exercises: nothing else is lost
-        if not cell.manual and cell.exercise != mistake.cell:
-            assert cell.score == cell.max_score, f"a mistake in {mistake.cell} cost points in {cell.grade_id}: {cell.message}"
+    for cell in cells.values():  # tests isolate exercises: nothing else is lost
+        if cell.exercise != mistake.cell:
+            assert cell.passed, f"a mistake in {mistake.cell} cost points in {cell.grade_id}: {cell.message}"
 
 
 @pytest.mark.parametrize("aid,alt", ALTERNATIVES, ids=[f"{a}:{x.name}" for a, x in ALTERNATIVES])
-def test_alternative_gets_full_marks(graded, aid, alt):
-    result = graded[(aid, alt.name)]
-    lost = [f"{c.grade_id}: {c.message}" for c in result.cells if not c.manual and c.score < c.max_score]
+def test_alternative_gets_full_marks(aid, alt):
+    lost = [f"{v.grade_id}: {v.message}" for v in verdicts(aid, alt) if not v.passed]
     assert not lost, lost
+
+
+@pytest.fixture(scope="module")
+def graded(request, tmp_path_factory):
+    """Grade the sample of the selected notebooks through nbgrader, in one class-sized run."""
+    wanted = {item.callspec.params["aid"] for item in request.session.items
+              if getattr(item, "callspec", None) and "aid" in item.callspec.params}
+    todo = [(aid, item) for aid, item in SAMPLE if aid in wanted]
+    tmp = tmp_path_factory.mktemp("catalogue")
+    subs = [(f"s{i:03d}", aid, make_submission(aid, tmp / f"s{i:03d}" / f"{aid}.ipynb", {item.cell: item.code}))
+            for i, (aid, item) in enumerate(todo)]
+    results = grade_many(subs, jobs=os.cpu_count() or 1)
+    return {(aid, item.name): r for (aid, item), r in zip(todo, results)}
+
+
+@pytest.mark.parametrize("aid,item", SAMPLE, ids=[f"{a}:{x.name}" for a, x in SAMPLE])
+def test_nbgrader_gives_the_same_verdicts(graded, aid, item):
+    result = graded[(aid, item.name)]
+    assert not result.error, result.error
+    ours = {v.grade_id: v for v in verdicts(aid, item)}
+    for cell in result.cells:
+        if cell.manual:
+            continue
+        if cell.grade_id not in ours:  # graded before the changed cell ran: untouched
+            assert cell.score == cell.max_score, f"{cell.grade_id}: {cell.message}"
+            continue
+        v = ours[cell.grade_id]
+        assert (cell.score == cell.max_score) == v.passed, f"{cell.grade_id}: nbgrader {cell.message!r}, here {v.message!r}"
+        assert cell.message == v.message, cell.grade_id

@@ -1,0 +1,93 @@
+"""Grade a submission's hidden checks inside this process: the fast way to
+try a whole catalogue of mistakes (tests/test_mistakes.py checks on a sample
+that nbgrader gives the same verdicts).
+
+The solution notebook runs once (as nbgrader would run it while grading, with
+NBGRADER_EXECUTION set); each submission then starts from a copy of that
+namespace, puts its code in one answer cell, and runs the graded cells from
+there on, as a kernel would after that cell.
+"""
+import contextlib
+import io
+import json
+import os
+import warnings
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+
+from autograder import course
+from autograder.grading import exercise_of
+
+
+@dataclass
+class Verdict:
+    grade_id: str
+    exercise: str
+    passed: bool
+    message: str
+
+
+def _code(cell) -> str:
+    lines = "".join(cell["source"]).splitlines()
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+
+
+class Notebook:
+    """A solution notebook, run once, ready to grade variants of one answer cell."""
+
+    def __init__(self, aid: str):
+        self.aid = aid
+        nb = json.loads(course.source_notebook(aid).read_text())
+        self.cells = [(c["metadata"].get("nbgrader", {}), _code(c)) for c in nb["cells"] if c["cell_type"] == "code"]
+        self.solutions = [m["grade_id"] for m, _ in self.cells if m.get("solution")]
+        self.namespace = {"__name__": "__main__", "display": print}
+        saved_cwd, saved_env = os.getcwd(), os.environ.get("NBGRADER_EXECUTION")
+        os.chdir(course.source_notebook(aid).parent)
+        os.environ["NBGRADER_EXECUTION"] = "autograde"
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                for meta, code in self.cells:
+                    if not self._is_test(meta):
+                        exec(compile(code, f"<{aid}>", "exec"), self.namespace)
+                        plt.close("all")
+        finally:
+            os.chdir(saved_cwd)
+            if saved_env is None:
+                os.environ.pop("NBGRADER_EXECUTION", None)
+            else:
+                os.environ["NBGRADER_EXECUTION"] = saved_env
+
+    @staticmethod
+    def _is_test(meta) -> bool:
+        return bool(meta.get("grade")) and not meta.get("solution")
+
+    def grade(self, cell: str, code: str) -> list[Verdict]:
+        """Verdicts of the graded cells after answer cell ``cell`` (earlier ones cannot change)."""
+        ns = dict(self.namespace)
+        verdicts = []
+        start = next(i for i, (m, _) in enumerate(self.cells) if m.get("grade_id") == cell)
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                exec(compile(code, "<answer>", "exec"), ns)
+            except Exception:  # noqa: BLE001 - a broken answer cell is part of the submission
+                pass
+            for meta, source in self.cells[start:]:
+                if not self._is_test(meta):
+                    continue
+                err = io.StringIO()
+                message = ""
+                with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(err):
+                    warnings.simplefilter("default")
+                    try:
+                        exec(compile(source, f"<{meta['grade_id']}>", "exec"), ns)
+                    except Exception as e:  # noqa: BLE001
+                        text = f"{type(e).__name__}: {e}".strip()
+                        message = text.splitlines()[0] if text else type(e).__name__
+                if not message and (err.getvalue() or caught):
+                    message = "the cell wrote to stderr: " + (err.getvalue() or str(caught[0].message))[:200]
+                verdicts.append(Verdict(meta["grade_id"], exercise_of(meta["grade_id"], self.solutions),
+                                        not message, message))
+                plt.close("all")
+        return verdicts
