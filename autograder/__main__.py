@@ -6,9 +6,10 @@ from pathlib import Path
 
 from . import course
 from .bundle import bundle
-from .grading import NotebookResult, check_notebook, grade_many
+from .grading import Limits, check_notebook, grade_many, zero_result
 from .release import release
-from .report import exercise_table, write_grades_csv
+from .report import (class_summary, exercise_table, needs_review, plot_summary, write_class_report,
+                     write_feedback, write_grades_csv)
 
 
 def cmd_release(args) -> int:
@@ -44,7 +45,8 @@ def check_folder(folder: Path, jobs: int) -> int:
     if not found:
         print(f"no course notebooks under {folder}", file=sys.stderr)
         return 2
-    results = grade_many([(f"you{i}", aid, nb) for i, (nb, aid) in enumerate(found)], jobs=jobs)
+    results = grade_many([(f"you{i}", aid, nb) for i, (nb, aid) in enumerate(found)], jobs=jobs,
+                         progress=sys.stderr.isatty())
     for r, (nb, _) in zip(results, found):
         r.notebook = str(nb)
         print(exercise_table(r), end="\n\n")
@@ -77,16 +79,29 @@ def find_submissions(submitted: Path):
 
 
 def cmd_grade(args) -> int:
-    submitted, out = Path(args.submitted), Path(args.out)
+    submitted, out = Path(args.submitted).resolve(), Path(args.out).resolve()
     found, missing = find_submissions(submitted)
-    print(f"grading {len(found)} notebooks from {submitted}")
-    results = grade_many(found, jobs=args.jobs, keep_autograded=out / "autograded") if found else []
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                    memory=args.memory_mb * 2**20)
+    print(f"grading {len(found)} notebooks from {submitted} with {args.jobs} workers")
+    autograded = out / "autograded"
+    results = grade_many(found, jobs=args.jobs, keep_autograded=autograded, limits=limits, progress=True,
+                         hide=[submitted, out])
     for student, aid in missing:
-        results.append(NotebookResult(student, aid, "", error="no notebook submitted"))
+        results.append(zero_result(student, aid, "", "no notebook submitted"))
     write_grades_csv(results, out / "grades.csv")
+    write_class_report(results, out / "report.txt")
+    (out / "summary.txt").write_text(class_summary(results) + "\n")
+    plot_summary(results, out / "summary.png")
+    for r in results:
+        write_feedback(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb",
+                       out / "feedback" / r.student / f"{r.assignment}.html")
     for r in sorted(results, key=lambda r: (r.student, r.assignment)):
-        print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}" + (f"  ({r.error})" if r.error else ""))
-    print(f"wrote {out / 'grades.csv'}")
+        mark = "  REVIEW" if needs_review(r) else ""
+        print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}{mark}"
+              + (f"  ({r.error})" if r.error else ""))
+    print(f"\n{class_summary(results)}\n")
+    print(f"wrote {out / 'grades.csv'}, report.txt, summary.txt, summary.png and feedback/ (hidden tests redacted)")
     return 0
 
 
@@ -117,6 +132,9 @@ def main(argv=None) -> int:
     p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
     p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
+    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default 60)")
+    p.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default 600)")
+    p.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel in MiB (default 4096)")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser("bundle", help="zip what students get: release notebooks up to NN, lib references before NN")
     p.add_argument("--upto", required=True, help="last notebook in the bundle: its id or two digits (04)")

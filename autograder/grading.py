@@ -1,20 +1,38 @@
 """Grade notebooks with stock ``nbgrader autograde`` and read back the results.
 
 A result has one row per graded cell: its points, its maximum, and the first
-line of the error it raised (the failure message the checks wrote).
+line of the error it raised (the failure message the checks wrote), plus the
+notes of what went wrong around the student's code (a repaired notebook, a
+dead kernel, a time limit) and the flags a human should look at.
+
+Class-sized runs (``grade_many``): each submission is one job; ``jobs``
+workers take them in turn, each in its own scratch course folder with its own
+gradebook (copied from one template course, released once), so no two
+nbgrader processes ever share a database. Each job is one
+``nbgrader autograde --student`` process with a time limit, its kernel started
+by ``autograder.sandbox``.
 """
 import json
+import os
+import queue
 import re
+import select
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from . import course
-from .nbgrader_run import generate, make_course, nbgrader
+from . import course, intake
+from .nbgrader_run import make_course, nbgrader
+from .worker import MARK
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -36,6 +54,9 @@ class NotebookResult:
     notebook: str
     cells: list[CellResult] = field(default_factory=list)
     error: str = ""  # the whole notebook could not be graded
+    notes: list[str] = field(default_factory=list)  # repairs and limits, for the report
+    flags: list[str] = field(default_factory=list)  # code a human should read
+    sandbox: str = ""  # which protections the kernel ran under
 
     @property
     def auto_score(self) -> float:
@@ -115,49 +136,216 @@ def _read_results(root: Path, student: str, assignment: str) -> NotebookResult:
     return result
 
 
-def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None):
+
+@dataclass
+class Limits:
+    cell_timeout: int = 60  # seconds per cell
+    notebook_timeout: int = 600  # seconds per notebook
+    memory: int = 4 * 2**30  # bytes of address space for the kernel
+    output: int = 1_000_000  # bytes of output kept per cell
+
+
+def zero_result(student, assignment, path, error, notes=()) -> NotebookResult:
+    """Every graded cell at 0: the notebook could not be run at all."""
+    solution_ids, graded = _source_cells(assignment)
+    r = NotebookResult(student, assignment, Path(path).name if path else "", error=error, notes=list(notes))
+    r.cells = [CellResult(gid, exercise_of(gid, solution_ids), 0.0, pts, manual, "" if manual else error)
+               for gid, pts, manual in graded]
+    return r
+
+
+class Run:
+    """A grading run: a scratch folder with a template course, a sandbox kernelspec and worker courses."""
+
+    def __init__(self, assignments, jobs: int, limits: Limits, hide=()):
+        self.dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+        self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
+        template = make_course(self.dir / "template", assignments, limits=limits)
+        nbgrader(template, "generate_assignment", "*", "--force")
+        spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
+            "display_name": "Python 3 (course grader)", "language": "python"}))
+        self.workers, self._processes = [], {}
+        for k in range(jobs):
+            w = self.dir / f"w{k}"
+            shutil.copytree(template, w)
+            (w / "runtime").mkdir()
+            self.workers.append(w)
+
+    def process(self, worker: Path) -> "Worker":
+        """The worker process of this course folder, started (again) when needed."""
+        proc = self._processes.get(worker)
+        if proc is None or not proc.alive():
+            env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
+                       AUTOGRADER_HIDE=os.pathsep.join(self._hidden(worker)), AUTOGRADER_MEMORY=str(self.limits.memory),
+                       OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // len(self.workers))),
+                       MPLBACKEND="module://autograder.nodisplay",
+                       PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+            proc = self._processes[worker] = Worker(worker, env)
+        return proc
+
+    def close(self):
+        for proc in self._processes.values():
+            proc.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+    def _hidden(self, worker: Path):
+        others = [str(w) for w in self.workers if w != worker] + [str(self.dir / "template")]
+        own = [str(worker / name) for name in ("gradebook.db", "solutions", "notebooks", "submitted",
+                                                "feedback", "runtime", "notes.json")]
+        repo = [str(course.ROOT / name) for name in ("solutions", "tests", ".git")]
+        return others + own + repo + self.hide
+
+    def grade(self, worker: Path, student: str, assignment: str, path: Path, keep: Path | None) -> NotebookResult:
+        for name in ("submitted", "autograded"):
+            shutil.rmtree(worker / name, ignore_errors=True)
+        target = worker / "submitted" / student / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True)
+        ok, notes, flags = intake.prepare(path, assignment, target)
+        if not ok:
+            r = zero_result(student, assignment, path, notes[0], notes)
+            return r
+        for stale in ("notes.json",):
+            (worker / stale).unlink(missing_ok=True)
+        log = Path("/dev/shm" if Path("/dev/shm").is_dir() else worker) / f"autograder-{uuid.uuid4().hex}.log"
+        env = {"AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log)}
+        answer = self.process(worker).autograde(assignment, student, env, self.limits.notebook_timeout + 120)
+        if answer is None:
+            notes.append(f"grading did not finish within {self.limits.notebook_timeout + 120} s and was stopped")
+            answer = {"success": False, "log": "", "error": "the grading process was stopped"}
+        r = _read_results(worker, student, assignment)
+        r.notebook = Path(path).name
+        r.notes, r.flags = notes, flags
+        if (worker / "notes.json").is_file():
+            r.notes += [f"{n['grade_id'] or 'a cell of your own'}: {n['note']}"
+                        for n in json.loads((worker / "notes.json").read_text())]
+        r.sandbox = _sandbox_state(log)
+        if not answer["success"] and not r.error:
+            text = answer["log"] + "\n" + answer["error"]
+            errors = [line for line in text.splitlines() if "ERROR" in line or "Error" in line]
+            r.error = "nbgrader could not grade this notebook: " + (errors[-1].strip() if errors else "unknown error")
+            for c in r.cells:
+                if not c.manual and c.score == 0 and not c.message:
+                    c.message = r.error
+        graded_nb = worker / "autograded" / student / assignment
+        if keep is not None and graded_nb.is_dir():
+            shutil.copytree(graded_nb, keep / student / assignment, dirs_exist_ok=True)
+        return r
+
+
+class Worker:
+    """One ``autograder.worker`` process (see there), and the pipe to it."""
+
+    def __init__(self, root: Path, env: dict):
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.worker", str(root)], cwd=root, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.buffer = b""
+        self.ready = self._answer(120) is not None
+
+    def alive(self) -> bool:
+        return self.ready and self.proc.poll() is None
+
+    def autograde(self, assignment, student, env, timeout):
+        """nbgrader's answer for this submission, or None when it took longer than ``timeout`` seconds."""
+        if not self.ready:
+            return {"success": False, "log": "", "error": "the grading process did not start"}
+        try:
+            self.proc.stdin.write((json.dumps({"assignment": assignment, "student": student, "env": env}) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            self.stop()
+            return {"success": False, "log": "", "error": "the grading process ended unexpectedly"}
+        answer = self._answer(timeout)
+        if answer is None:
+            self.stop()
+        return answer
+
+    def _answer(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                if line.startswith(MARK.encode()):
+                    return json.loads(line[len(MARK):])
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:  # the process ended
+                self.ready = False
+                return None
+            self.buffer += chunk
+
+    def stop(self):
+        self.ready = False
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+def _sandbox_state(log: Path) -> str:
+    try:
+        lines = log.read_text().splitlines()
+        log.unlink()
+    except OSError:
+        return "unknown (the kernel did not start)"
+    state = json.loads(lines[0]) if lines else {}
+    if state.get("namespaces"):
+        return "isolated"
+    return "limits only" + (f" ({state['error']})" if state.get("error") else " (not root, or not Linux)")
+
+
+def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, limits: Limits | None = None,
+               progress: bool = False, hide=()):
     """Grade ``submissions``, a list of (student_id, assignment_id, notebook path).
 
-    Returns a list of NotebookResult in the same order. The submissions are
-    split into ``jobs`` shares, each graded in its own scratch course with its
-    own gradebook, at the same time.
+    Returns a list of NotebookResult in the same order. ``jobs`` workers grade
+    at once; with ``progress``, a bar on stderr counts finished notebooks.
     """
-    shares = [submissions[i::jobs] for i in range(max(1, min(jobs, len(submissions))))]
-    if len(shares) == 1:
-        return _grade_share(submissions, keep_autograded)
-    with ThreadPoolExecutor(len(shares)) as pool:
-        graded = list(pool.map(lambda share: _grade_share(share, keep_autograded), shares))
-    by_key = {(r.student, r.assignment): r for share in graded for r in share}
-    return [by_key[(s, a)] for s, a, _ in submissions]
+    if not submissions:
+        return []
+    limits = limits or Limits()
+    jobs = max(1, min(jobs, len(submissions)))
+    run = Run(sorted({aid for _, aid, _ in submissions}), jobs, limits, hide)
+    todo = queue.Queue()
+    for i, sub in enumerate(submissions):
+        todo.put((i, *sub))
+    results = [None] * len(submissions)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(submissions), unit="notebook", desc="grading", file=sys.stderr)
 
-
-def _grade_share(submissions, keep_autograded: Path | None):
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        root = Path(tmp)
-        ids = sorted({aid for _, aid, _ in submissions})
-        make_course(root, ids)
-        for aid in ids:
-            generate(root, aid)
-        for student, aid, path in submissions:
-            target = root / "submitted" / student / aid / f"{aid}.ipynb"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-        errors = {}
-        for aid in ids:
+    def work(worker):
+        while True:
             try:
-                nbgrader(root, "autograde", aid, "--force")
-            except RuntimeError as e:
-                errors[aid] = str(e).splitlines()[0]
-        results = []
-        for student, aid, path in submissions:
-            r = _read_results(root, student, aid)
-            r.notebook = Path(path).name
-            if errors.get(aid) and not r.cells:
-                r.error = errors[aid]
-            results.append(r)
-        if keep_autograded is not None and (root / "autograded").is_dir():
-            shutil.copytree(root / "autograded", keep_autograded, dirs_exist_ok=True)
-        return results
+                i, student, aid, path = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[i] = run.grade(worker, student, aid, Path(path), keep_autograded)
+            except Exception as e:  # noqa: BLE001 - one broken submission must not stop the class
+                results[i] = zero_result(student, aid, path, f"the grader failed on this notebook: "
+                                                             f"{type(e).__name__}: {e}")
+            if bar is not None:
+                bar.update(1)
+
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in run.workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        if bar is not None:
+            bar.close()
+        run.close()
+    return results
 
 
 def check_notebook(path: Path, assignment: str | None = None) -> NotebookResult:

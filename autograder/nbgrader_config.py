@@ -22,3 +22,17 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # Each cell has 60 s (nbgrader's default is 30 s); no test cell needs more than 2 s.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# nbgrader gives up on a notebook when a cell's output arrives more than 4 s
+# after its reply, which happens on a busy machine; wait longer.
+c.Execute.iopub_timeout = 20
+c.Execute.startup_timeout = 120
+
+# Our Execute step (autograder/execute.py): a dead or stuck kernel costs only
+# the cells from there on, a notebook has a total time limit, output is capped.
+from autograder.execute import GuardedExecute  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402
+                                    LimitOutput, SaveAutoGrades)
+
+c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -12,14 +12,22 @@ from pathlib import Path
 from . import course
 
 
-def make_course(root: Path, assignment_ids) -> Path:
-    """A course folder at ``root`` whose solutions/ holds the given assignments."""
+def make_course(root: Path, assignment_ids, limits=None) -> Path:
+    """A course folder at ``root`` whose solutions/ holds the given assignments.
+
+    With ``limits`` (an ``autograder.grading.Limits``), nbgrader runs the
+    notebooks in the sandboxed kernel with those time and output limits.
+    """
     root.mkdir(parents=True, exist_ok=True)
-    (root / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        f"load_subconfig({str(course.CONFIG)!r})\n"
-        f"c.CourseDirectory.root = {str(root)!r}\n"
-    )
+    config = ("c = get_config()\n"
+              f"load_subconfig({str(course.CONFIG)!r})\n"
+              "c.CourseDirectory.root = __import__('os').path.dirname(__import__('os').path.abspath(__file__))\n")
+    if limits is not None:
+        config += ("c.Execute.kernel_name = 'course-sandbox'\n"
+                   f"c.Execute.timeout = {int(limits.cell_timeout)}\n"
+                   f"c.GuardedExecute.notebook_timeout = {int(limits.notebook_timeout)}\n"
+                   f"c.GuardedExecute.output_limit = {int(limits.output)}\n")
+    (root / "nbgrader_config.py").write_text(config)
     for aid in assignment_ids:
         shutil.copytree(course.SOLUTIONS / aid, root / "solutions" / aid, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))

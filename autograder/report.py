@@ -1,8 +1,16 @@
-"""Print and write grading results."""
+"""Print and write grading results: the per-notebook table, grades.csv, the
+class report and summary (table and plot), and per-student HTML feedback with
+the hidden tests redacted."""
 import csv
+import html
+import re
 from pathlib import Path
 
+import nbformat
+
 from .grading import NotebookResult
+
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
 
 
 def _fmt(x: float) -> str:
@@ -40,13 +48,128 @@ def exercise_table(result: NotebookResult) -> str:
     if manual_max:
         summary += f"; written answers: {_fmt(manual_max)} more points, graded by a person"
     lines.append(summary)
+    if result.notes:
+        lines.append("  notes:")
+        lines += [f"    - {n}" for n in result.notes]
+    if result.flags:
+        lines.append("  flagged for a human to read (code a correct answer does not need):")
+        lines += [f"    - {f}" for f in result.flags]
+    if result.sandbox and result.sandbox != "isolated":
+        lines.append(f"  sandbox: {result.sandbox}")
     return "\n".join(lines)
+
+
+def needs_review(r: NotebookResult) -> bool:
+    """A person should look: flagged code, a notebook that could not be graded, a dead kernel."""
+    return bool(r.flags or r.error or any("kernel" in n for n in r.notes))
 
 
 def write_grades_csv(results, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student_id", "assignment", "notebook", "score", "max_score"])
+        w.writerow(["student_id", "assignment", "notebook", "score", "max_score", "autograded", "autograded_max",
+                    "needs_review"])
         for r in sorted(results, key=lambda r: (r.student, r.assignment)):
-            w.writerow([r.student, r.assignment, r.notebook, _fmt(r.score), _fmt(r.max_score)])
+            w.writerow([r.student, r.assignment, r.notebook, _fmt(r.score), _fmt(r.max_score), _fmt(r.auto_score),
+                        _fmt(r.auto_max), "yes" if needs_review(r) else ""])
+
+
+def exercise_stats(results):
+    """(assignment, exercise) -> {students, full, mean share of points, commonest failure message}."""
+    stats = {}
+    for r in results:
+        per = {}
+        for c in r.cells:
+            if c.manual:
+                continue
+            row = per.setdefault(c.exercise, [0.0, 0.0, ""])
+            row[0] += c.score
+            row[1] += c.max_score
+            row[2] = row[2] or c.message
+        for ex, (score, most, message) in per.items():
+            st = stats.setdefault((r.assignment, ex), {"students": 0, "full": 0, "share": 0.0, "messages": {}})
+            st["students"] += 1
+            st["full"] += score == most
+            st["share"] += score / most if most else 1.0
+            if message:
+                key = message[:120]
+                st["messages"][key] = st["messages"].get(key, 0) + 1
+    for st in stats.values():
+        st["share"] /= st["students"]
+        st["top"] = max(st["messages"].items(), key=lambda kv: kv[1])[0] if st["messages"] else ""
+    return stats
+
+
+def class_summary(results) -> str:
+    """A table: for each exercise, how many students got full marks and the commonest failure."""
+    stats = exercise_stats(results)
+    width = max([len(f"{a} {e}") for a, e in stats] + [20])
+    lines = [f"{'exercise':<{width}}  full marks  mean   commonest failure"]
+    for (aid, ex), st in sorted(stats.items(), key=lambda kv: kv[1]["share"]):
+        lines.append(f"{aid + ' ' + ex:<{width}}  {st['full']:>4} / {st['students']:<4} {st['share']:>5.0%}  "
+                     f"{st['top']}")
+    return "\n".join(lines)
+
+
+def plot_summary(results, path: Path) -> None:
+    """A bar per exercise: the share of students without full marks, most failed first."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stats = sorted(exercise_stats(results).items(), key=lambda kv: kv[1]["full"] / kv[1]["students"])
+    names = [f"{a[:2]} {e}" for (a, e), _ in stats]
+    failing = [1 - st["full"] / st["students"] for _, st in stats]
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(names) + 1.2))
+    ax.barh(names[::-1], failing[::-1], color="tab:red")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("students without full marks")
+    ax.set_title("Which exercises the class fails most")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_class_report(results, path: Path) -> None:
+    """Every notebook's table; those a person should review first."""
+    ordered = sorted(results, key=lambda r: (not needs_review(r), r.student, r.assignment))
+    parts = ["Class report", "", class_summary(results), ""]
+    review = [r for r in ordered if needs_review(r)]
+    parts.append(f"{len(review)} notebook(s) to review by hand (listed first)." if review else
+                 "Nothing to review by hand.")
+    for r in ordered:
+        parts += ["", f"student {r.student}", exercise_table(r)]
+    path.write_text("\n".join(parts) + "\n")
+
+
+def _redacted(nb):
+    """The autograded notebook with hidden test code and tracebacks removed."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            cell.source = HIDDEN.sub("# (hidden tests: their code is not shown)", cell.source)
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+    return nb
+
+
+def write_feedback(result: NotebookResult, autograded: Path | None, path: Path) -> None:
+    """One student's feedback page: points and messages per exercise, then their graded
+    notebook with the hidden tests' code and tracebacks redacted (nbgrader shows them, #917)."""
+    from nbconvert import HTMLExporter
+
+    table = html.escape(exercise_table(result))
+    header = (f"<h1>Feedback: {html.escape(result.assignment)}</h1><p>autograded "
+              f"{_fmt(result.auto_score)} / {_fmt(result.auto_max)} points</p><pre>{table}</pre>")
+    body = ""
+    if autograded is not None and autograded.is_file():
+        nb = _redacted(nbformat.read(autograded, as_version=4))
+        body, _ = HTMLExporter(template_name="classic", exclude_input_prompt=True).from_notebook_node(nb)
+        body = body.replace("<body>", "<body>" + header, 1)
+    else:
+        body = f"<!DOCTYPE html><html><body>{header}</body></html>"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)

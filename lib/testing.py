@@ -7,14 +7,25 @@ common mistake that would produce exactly this output, its likely cause.
 import torch
 
 
+PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def _describe(t) -> str:
     return f"a {type(t).__name__}" if not torch.is_tensor(t) else f"shape {tuple(t.shape)}"
+
+
+def _plain(actual, name: str) -> None:
+    """Only plain tensors are compared: a subclass could redefine what 'equal' means."""
+    if torch.is_tensor(actual) and type(actual) not in PLAIN:
+        raise AssertionError(f"{name} is a {type(actual).__name__}, a subclass of torch.Tensor: "
+                             f"return a plain torch.Tensor")
 
 
 def assert_shape(actual, shape, name: str = "output") -> None:
     """Fail unless ``actual`` is a tensor of exactly ``shape``."""
     if not torch.is_tensor(actual):
         raise AssertionError(f"{name} should be a tensor of shape {tuple(shape)}, got {_describe(actual)}")
+    _plain(actual, name)
     if tuple(actual.shape) != tuple(shape):
         raise AssertionError(f"{name} has shape {tuple(actual.shape)}, expected {tuple(shape)}")
 
@@ -32,7 +43,7 @@ def first_difference(actual, expected, atol, rtol):
 def is_close(actual, expected, atol=1e-5, rtol=1e-4) -> bool:
     """True when ``actual`` is a tensor shaped like ``expected`` and equal to it within tolerance."""
     return (
-        torch.is_tensor(actual)
+        type(actual) in PLAIN
         and actual.shape == expected.shape
         and first_difference(actual, expected, atol, rtol) is None
     )
@@ -47,6 +58,7 @@ def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, h
     hints = hints or {}
     if not torch.is_tensor(actual):
         raise AssertionError(f"{name} should be a tensor of shape {tuple(expected.shape)}, got {_describe(actual)}")
+    _plain(actual, name)
     for message, wrong in hints.items():
         if is_close(actual, wrong, atol, rtol) and not is_close(wrong, expected, atol, rtol):
             raise AssertionError(f"{name} is wrong: {message}")

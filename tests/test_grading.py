@@ -88,12 +88,25 @@ def test_grade_a_class(tmp_path):
     proc = run("grade", str(sub), "--out", str(out), "--jobs", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
-    assert list(next(csv.reader(open(out / "grades.csv")))) == ["student_id", "assignment", "notebook", "score", "max_score"]
+    assert list(next(csv.reader(open(out / "grades.csv")))) == [
+        "student_id", "assignment", "notebook", "score", "max_score", "autograded", "autograded_max", "needs_review"]
     assert (rows["alice"]["score"], rows["alice"]["max_score"]) == ("11", "15")
     assert rows["bob"]["score"] == "0"
     assert (rows["carol"]["score"], rows["carol"]["notebook"]) == ("8", "renamed.ipynb")
     assert rows["dave"]["score"] == "0"
+    assert rows["dave"]["needs_review"] == "yes" and rows["alice"]["needs_review"] == ""
     assert (out / "autograded" / "alice" / AID / f"{AID}.ipynb").is_file()
+    # the class summary: carol's softmax is the exercise failed most, after bob's empty notebook
+    summary = (out / "summary.txt").read_text()
+    assert "01_self_attention softmax" in summary and "1 / 4" in summary
+    assert (out / "summary.png").stat().st_size > 1000
+    assert "4 notebook(s) to review" not in (out / "report.txt").read_text()
+    # feedback: scores and messages, hidden tests redacted
+    carol = (out / "feedback" / "carol" / f"{AID}.html").read_text()
+    assert "autograded 8 / 11" in carol and "softmax" in carol
+    assert "hidden tests: their code is not shown" in carol
+    assert "checks.softmax_reference" not in carol and "BEGIN HIDDEN TESTS" not in carol
+    assert "Traceback (most recent call last)" not in carol and "autograder/checks" not in carol
 
 
 @pytest.mark.parametrize("path,expected", [

@@ -1,6 +1,7 @@
 """What every hidden check needs: run student code safely, with shortcuts banned
 and earlier exercises replaced by trusted references."""
 import contextlib
+import sys
 import warnings
 
 import torch
@@ -18,15 +19,16 @@ def student_code(namespace=None, inject=None, ops=(), references=()):
       with trusted versions, so this exercise is graded on its own;
     - ``ops`` / ``references``: PyTorch operators and ``lib`` references the
       exercise may not call (see ``lib.guard``);
-    - warnings are silenced (nbgrader zeroes a test cell that writes to stderr)
-      and gradients are not needed.
+    - warnings are silenced and anything the code writes to stderr goes to
+      stdout (nbgrader zeroes a test cell that writes to stderr, even for a
+      correct answer that only warns).
     """
     inject = inject or {}
     saved = {name: namespace.get(name, _MISSING) for name in inject} if namespace is not None else {}
     try:
         for name, fn in inject.items():
             namespace[name] = trusted(fn)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.redirect_stderr(sys.stdout):
             warnings.simplefilter("ignore")
             with forbid(ops, references):
                 yield
@@ -58,6 +60,23 @@ def unpack_pair(result, what: str):
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise AssertionError(f"{what} should return a pair (output, weights), got {type(result).__name__}")
     return result
+
+
+def plain(value, what: str):
+    """``value`` rebuilt from Python's own types (list, tuple, dict, str, int, float, bool, None).
+
+    Student code could return an object whose ``==`` is always true (a str or
+    list subclass, say); comparing the rebuilt copy compares the real contents.
+    """
+    kind = type(value)
+    if kind in (str, int, float, bool, type(None)):
+        return value
+    if kind in (list, tuple):
+        return kind(plain(v, what) for v in value)
+    if kind is dict:
+        return {plain(k, what): plain(v, what) for k, v in value.items()}
+    raise AssertionError(f"{what} contains a {kind.__name__}; expected lists, tuples, dicts, strings "
+                         f"and numbers only")
 
 
 def seeded(seed: int) -> torch.Generator:

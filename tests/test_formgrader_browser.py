@@ -1,0 +1,111 @@
+"""JupyterLab with nbgrader's extensions, on a copy of this course, in a real
+browser: headless Chromium (Debian's package) driven by Playwright opens a
+course notebook and the formgrader, which lists every assignment.
+
+`python3 course.py test` installs both (Chromium with apt-get when it runs as
+root on Debian or Ubuntu). Elsewhere the test is skipped, except in CI, where a
+missing browser is a failure.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from autograder import course
+
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+if not (CHROMIUM and sync_playwright) and os.environ.get("CI") != "true":
+    pytest.skip("needs Debian's chromium and playwright (python3 course.py test installs them)",
+                allow_module_level=True)
+
+TOKEN = "course-browser-test"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of the course directory; yields its base URL."""
+    assert CHROMIUM, "no chromium on PATH: python3 course.py test installs it (apt-get install chromium)"
+    assert sync_playwright, "playwright is not installed: pip install -e .[dev]"
+    root = tmp_path_factory.mktemp("lab") / "course"
+    for folder in ("solutions", "notebooks"):
+        shutil.copytree(course.ROOT / folder, root / folder)
+    shutil.copy(course.ROOT / "nbgrader_config.py", root)
+    (root / "autograder").mkdir()
+    shutil.copy(course.CONFIG, root / "autograder")
+    port = free_port()
+    # nbgrader runs `alembic` from PATH when it opens the gradebook: the environment's scripts come first
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    env = dict(os.environ, PATH=path, JUPYTER_CONFIG_DIR=str(root / ".jupyter"),
+               JUPYTER_RUNTIME_DIR=str(root / ".runtime"))
+    log = open(root / "lab.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         "--allow-root", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        yield url, root
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def test_lab_opens_a_course_notebook(lab, browser, tmp_path):
+    url, _ = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{url}/lab/tree/notebooks/01_self_attention/01_self_attention.ipynb?token={TOKEN}")
+    notebook = page.locator(".jp-NotebookPanel")
+    expect(notebook.locator(".jp-Cell").first).to_be_visible(timeout=60_000)
+    expect(notebook).to_contain_text("Self-attention", timeout=30_000)
+    expect(notebook).to_contain_text("def softmax")  # the exercise cell, with its stub
+    expect(notebook).to_contain_text("YOUR CODE HERE")
+    expect(page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader")).to_be_visible()  # lab extension
+    expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=60_000)  # the kernel started
+    page.screenshot(path=tmp_path / "notebook.png")
+
+
+def test_formgrader_lists_the_assignments(lab, browser, tmp_path):
+    url, _ = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{url}/formgrader?token={TOKEN}")
+    names = page.locator("#main-table td.name")
+    expect(names).to_have_count(len(course.assignments()), timeout=60_000)
+    assert sorted(names.all_inner_texts()) == course.assignments()
+    page.screenshot(path=tmp_path / "formgrader.png")
