@@ -18,6 +18,8 @@ REFERENCE_MODULES = {
     "04_masking": ("masking",),
     "05_multi_head": ("multi_head",),
     "06_residual_layernorm": ("layer_norm", "encoder"),
+    "07_bpe": ("bpe",),
+    "08_encoder_decoder": ("decoder", "transformer"),
 }
 
 

@@ -11,11 +11,18 @@ notebook can still finish the next):
 - ``multi_head``      05: splitting into heads, multi-head attention
 - ``layer_norm``      06: layer normalization
 - ``encoder``         06: the encoder layer (attention, feed-forward, residuals, norms)
+- ``bpe``             07: byte-pair encoding: pair counts, merges, training, tokenizing
+- ``decoder``         08: the decoder layer (masked self-attention, cross-attention, feed-forward)
+- ``transformer``     08: the encoder-decoder Transformer, greedy decoding (and beam search)
 
 Support:
 
 - ``device``          picking CUDA / Apple MPS / CPU, and seeding
 - ``char_lm``         a tiny character-level language model and its training loop (04)
+- ``translation_data`` a synthetic English -> German corpus from a small grammar, no download (08)
+- ``subword``         a joint English/German BPE tokenizer with Hugging Face ``tokenizers`` (08)
+- ``multi30k``        the real Multi30k corpus: download, checksum, local cache (08)
+- ``translate``       training a translation model (warmup, label smoothing), beam search, BLEU (08)
 - ``plots``           attention heatmaps and other pictures
 - ``testing``         readable assertions used by the notebooks' checks
 - ``guard``           marks the reference code, so graders can switch it off
