@@ -14,9 +14,10 @@ A file already there is never downloaded again, so on a machine without a
 network, put the six files there by hand (gzipped as above, or unzipped:
 ``train.en`` is read as well as ``train.en.gz``).
 
-A file's SHA-256 is checked when it is known: ``SHA256`` holds the values of
-the published files (None where not yet recorded) and ``checksums`` adds to
-or replaces them. A download whose checksum does not match is deleted, never
+Every file's checksum is checked: ``CHECKSUMS`` holds the MD5 of the
+published files (the values torchtext's Multi30k loader checks too), and the
+``checksums`` argument adds to or replaces them (an MD5 or a SHA-256, told
+apart by their length; None switches a check off). A download whose checksum does not match is deleted, never
 cached. No network raises ``DownloadError`` naming the URL and the folder for
 the files.
 """
@@ -31,8 +32,15 @@ from pathlib import Path
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 SPLITS = {"train": "train", "valid": "val", "val": "val", "test": "test_2016_flickr"}
 LANGUAGES = ("en", "de")
-# SHA-256 of the published files; None = not recorded yet (then the file is not checked).
-SHA256 = {f"{stem}.{lang}.gz": None for stem in ("train", "val", "test_2016_flickr") for lang in LANGUAGES}
+# MD5 of the published files, as torchtext records them for the same URLs.
+CHECKSUMS = {
+    "train.en.gz": "0065d13af80720a55ca8153d126e6627",
+    "train.de.gz": "81ff90b99829c0cd4b1b587d394afd39",
+    "val.en.gz": "2b69aa9253948ac9f67e94917272dd40",
+    "val.de.gz": "6e0e229eb049e3fc99a1ef02fb2d5f91",
+    "test_2016_flickr.en.gz": "ff2c0fcb4893a13bd73414306bc250ae",
+    "test_2016_flickr.de.gz": "efd67d314d98489b716b145475101932",
+}
 TIMEOUT_S = 30
 
 
@@ -41,7 +49,7 @@ class DownloadError(RuntimeError):
 
 
 class ChecksumError(RuntimeError):
-    """A file's SHA-256 is not the expected one."""
+    """A file's checksum is not the expected one."""
 
 
 def default_cache_dir() -> Path:
@@ -52,8 +60,14 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "transformers-from-scratch" / "multi30k"
 
 
-def sha256(path) -> str:
-    h = hashlib.sha256()
+def hasher(expected: str):
+    """A fresh hash object of the kind ``expected`` is written in: MD5 (32 hex digits) or SHA-256 (64)."""
+    return hashlib.md5(usedforsecurity=False) if len(expected) == 32 else hashlib.sha256()
+
+
+def checksum(path, expected: str) -> str:
+    """The hex digest of the file at ``path``, of the same kind as ``expected``."""
+    h = hasher(expected)
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
@@ -71,22 +85,22 @@ def fetch(name: str, cache_dir, base_url: str = BASE_URL, checksums=None, all_na
     Also accepts the unzipped file (``name`` without ".gz") put there by hand.
     """
     cache_dir = Path(cache_dir)
-    checksums = SHA256 if checksums is None else checksums
+    checksums = CHECKSUMS if checksums is None else checksums
     expected = checksums.get(name)
     path = cache_dir / name
     if not path.exists() and name.endswith(".gz") and (cache_dir / name[:-3]).exists():
         path = cache_dir / name[:-3]
         expected = checksums.get(path.name)
     if path.exists():
-        if expected and sha256(path) != expected:
-            raise ChecksumError(f"{path} has SHA-256 {sha256(path)}, expected {expected}: the file is damaged "
-                                f"or not the published one. Delete it to download it again.")
+        if expected and checksum(path, expected) != expected:
+            raise ChecksumError(f"{path} has checksum {checksum(path, expected)}, expected {expected}: the file "
+                                f"is damaged or not the published one. Delete it to download it again.")
         return path
     url = base_url.rstrip("/") + "/" + name
     cache_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".part", dir=cache_dir)
     try:
-        h = hashlib.sha256()
+        h = hasher(expected or "")
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
                 for chunk in iter(lambda: response.read(1 << 20), b""):
@@ -101,7 +115,7 @@ def fetch(name: str, cache_dir, base_url: str = BASE_URL, checksums=None, all_na
                                 f"connection, or the server cannot be reached. "
                                 + _by_hand(cache_dir, all_names or [name])) from e
         if expected and h.hexdigest() != expected:
-            raise ChecksumError(f"{url} has SHA-256 {h.hexdigest()}, expected {expected}: the download was "
+            raise ChecksumError(f"{url} has checksum {h.hexdigest()}, expected {expected}: the download was "
                                 f"damaged or the file changed on the server. Nothing was kept in {cache_dir}.")
         os.replace(tmp, path)
     finally:
@@ -122,12 +136,12 @@ def load_multi30k(split: str = "train", cache_dir=None, base_url=None, checksums
 
     cache_dir: where the files are kept (see the module docstring for the default);
     base_url: where they are downloaded from (default BASE_URL; any URL urllib reads, file:// too);
-    checksums: {file name: SHA-256 hex}, added to SHA256 (a value None switches a check off).
+    checksums: {file name: MD5 or SHA-256 hex}, added to CHECKSUMS (a value None switches a check off).
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, not {split!r}")
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    table = {**SHA256, **(checksums or {})}
+    table = {**CHECKSUMS, **(checksums or {})}
     names = [f"{SPLITS[split]}.{lang}.gz" for lang in LANGUAGES]
     all_names = [f"{stem}.{lang}.gz" for stem in dict.fromkeys(SPLITS.values()) for lang in LANGUAGES]
     en_path, de_path = (fetch(n, cache_dir, base_url or BASE_URL, table, all_names) for n in names)

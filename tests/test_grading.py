@@ -23,6 +23,7 @@ def test_check_solution_gets_full_marks():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "autograded: 11 / 11" in proc.stdout
     assert "awaiting a human grader" in proc.stdout
+    assert "notes:" not in proc.stdout, "the instructor's own notebook needs no repair"
 
 
 def test_check_untouched_release_gets_zero(tmp_path):

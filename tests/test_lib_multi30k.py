@@ -2,6 +2,7 @@
 import gzip
 import hashlib
 import http.server
+import re
 import threading
 from functools import partial
 
@@ -10,6 +11,8 @@ import pytest
 from lib import multi30k
 from lib.multi30k import ChecksumError, DownloadError, load_multi30k
 
+# The files the tests write are not the published ones: their checks are off unless a test sets its own.
+UNCHECKED = {name: None for name in multi30k.CHECKSUMS}
 EN = ["Two young guys are outside.", "A man in a blue shirt.", "Ein Hund? No: a dog!"]
 DE = ["Zwei junge Männer sind im Freien.", "Ein Mann in einem blauen Hemd.", "Ein Hund läuft."]
 
@@ -62,13 +65,14 @@ def test_file_urls_plain_files_and_the_split_names(tmp_path):
     src = tmp_path / "src"
     write_corpus(src, stem="val")
     cache = tmp_path / "cache"
-    assert load_multi30k("valid", cache_dir=cache, base_url=src.as_uri()) == list(zip(EN, DE))
-    assert load_multi30k("val", cache_dir=cache, base_url="file:///nonexistent/") == list(zip(EN, DE))
+    assert load_multi30k("valid", cache_dir=cache, base_url=src.as_uri(), checksums=UNCHECKED) == list(zip(EN, DE))
+    assert load_multi30k("val", cache_dir=cache, base_url="file:///nonexistent/", checksums=UNCHECKED) == list(
+        zip(EN, DE))
     hand = tmp_path / "by_hand"  # unzipped files put there by hand
     hand.mkdir()
     (hand / "test_2016_flickr.en").write_text("a dog .\r\na cat .\n", encoding="utf-8")
     (hand / "test_2016_flickr.de").write_text("ein Hund .\r\neine Katze .\n", encoding="utf-8")
-    assert load_multi30k("test", cache_dir=hand, base_url="http://127.0.0.1:9/") == [
+    assert load_multi30k("test", cache_dir=hand, base_url="http://127.0.0.1:9/", checksums=UNCHECKED) == [
         ("a dog .", "ein Hund ."), ("a cat .", "eine Katze .")]
     with pytest.raises(ValueError, match="split"):
         load_multi30k("training", cache_dir=cache)
@@ -111,15 +115,27 @@ def test_files_of_different_length_are_an_error(tmp_path):
     src = tmp_path / "src"
     write_corpus(src, en=EN, de=DE[:2])
     with pytest.raises(ValueError, match="3 lines.*2"):
-        load_multi30k("train", cache_dir=tmp_path / "cache", base_url=src.as_uri())
+        load_multi30k("train", cache_dir=tmp_path / "cache", base_url=src.as_uri(), checksums=UNCHECKED)
 
 
 def test_the_cache_folder_defaults(monkeypatch, tmp_path):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data"))
     assert multi30k.default_cache_dir() == tmp_path / "data" / "multi30k"
     write_corpus(tmp_path / "data" / "multi30k")
-    assert load_multi30k("train", base_url="http://127.0.0.1:9/") == list(zip(EN, DE))
+    assert load_multi30k("train", base_url="http://127.0.0.1:9/", checksums=UNCHECKED) == list(zip(EN, DE))
     monkeypatch.delenv("COURSE_DATA_DIR")
     assert multi30k.default_cache_dir().parts[-3:] == (".cache", "transformers-from-scratch", "multi30k")
     assert multi30k.BASE_URL.startswith("https://raw.githubusercontent.com/multi30k/dataset/")
-    assert set(multi30k.SHA256) == {f"{s}.{l}.gz" for s in ("train", "val", "test_2016_flickr") for l in ("en", "de")}
+    assert set(multi30k.CHECKSUMS) == {f"{s}.{l}.gz" for s in ("train", "val", "test_2016_flickr") for l in ("en", "de")}
+    assert all(re.fullmatch("[0-9a-f]{32}", v) for v in multi30k.CHECKSUMS.values())  # published MD5s
+
+
+def test_published_checksums_are_checked_by_default(tmp_path):
+    """Files that are not the published ones fail the default (MD5) check; an MD5 of their own passes."""
+    src = tmp_path / "src"
+    write_corpus(src)
+    with pytest.raises(ChecksumError, match=multi30k.CHECKSUMS["train.en.gz"]):
+        load_multi30k("train", cache_dir=tmp_path / "cache", base_url=src.as_uri())
+    md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in src.iterdir()}
+    assert load_multi30k("train", cache_dir=tmp_path / "cache", base_url=src.as_uri(), checksums=md5) == list(
+        zip(EN, DE))
