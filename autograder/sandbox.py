@@ -93,13 +93,36 @@ def _isolate_files(workdir: str, hide) -> None:
             _mount(None, point, None, flags)
         except OSError:
             pass  # a mount that cannot be made read-only (rare) stays as it is
+    keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in _under_tmp(workdir)]
     _mount("none", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777")
+    for path, fd in keep:  # the course and its Python, when they live under /tmp: back, read-only
+        os.makedirs(path, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)  # with what is hidden inside them
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
     if not workdir.startswith("/tmp/"):
         _mount("none", workdir, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")  # a place to bind it
     os.makedirs(workdir, exist_ok=True)
     _mount(f"/proc/self/fd/{own}", workdir, None, MS_BIND)  # the one writable folder
     os.close(own)
     os.chdir(workdir)
+
+
+def _under_tmp(workdir: str) -> list:
+    """The folders under /tmp that the kernel needs to run: the Python environment and the course's
+    code (a virtual environment or a clone in /tmp), outermost only; the notebook's own folder is bound
+    over them afterwards, writable."""
+    needed = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    needed += [p for p in sys.path if p and os.path.isdir(p)]
+    found = sorted({os.path.realpath(p) for p in needed if os.path.realpath(p).startswith("/tmp/")}, key=len)
+    keep = []
+    for path in found:
+        if any(path == k or path.startswith(k + "/") for k in keep):
+            continue
+        if path == workdir or path.startswith(workdir + "/"):  # the notebook's folder is bound writable anyway
+            continue
+        keep.append(path)
+    return keep
 
 
 def _drop_capabilities() -> None:
