@@ -56,8 +56,13 @@ def install_browser() -> None:
         print("no chromium: the browser test will be skipped (on Debian or Ubuntu: apt-get install chromium)")
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    sh("apt-get", "update", "-q", env=env)
-    sh("apt-get", "install", "-y", "-q", "chromium", env=env)
+    for attempt in (1, 2):  # a package mirror can fail once
+        try:
+            sh("apt-get", "update", "-q", env=env)
+            sh("apt-get", "install", "-y", "-q", "chromium", env=env)
+            return
+        except subprocess.CalledProcessError as e:
+            print(f"installing chromium failed (attempt {attempt}): {e}")
 
 
 def main(argv) -> int:

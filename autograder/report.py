@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 
 from .grading import NotebookResult
+from .intake import GUARD_CELL
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
 
@@ -144,7 +145,8 @@ def write_class_report(results, path: Path) -> None:
 
 
 def _redacted(nb):
-    """The autograded notebook with hidden test code and tracebacks removed."""
+    """The autograded notebook with hidden test code, tracebacks and the grader's own first cell removed."""
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source == GUARD_CELL)]
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

@@ -108,6 +108,7 @@ def test_grade_a_class(tmp_path):
     assert "hidden tests: their code is not shown" in carol
     assert "checks.softmax_reference" not in carol and "BEGIN HIDDEN TESTS" not in carol
     assert "Traceback (most recent call last)" not in carol and "autograder/checks" not in carol
+    assert "_grader_integrity" not in carol  # the grader's own first cell is not the student's
 
 
 @pytest.mark.parametrize("path,expected", [
