@@ -79,5 +79,25 @@ def plain(value, what: str):
                          f"and numbers only")
 
 
+def torch_mask(mask, b: int, h: int, t_q: int, t_k: int | None = None):
+    """Our boolean mask (True = may attend), broadcastable to (B, T_q, T_k) -> the (B*h, T_q, T_k) mask
+    of torch's attention modules, where True = blocked."""
+    if mask is None:
+        return None
+    return ~mask.expand(b, t_q, t_k or t_q).repeat_interleave(h, 0)
+
+
+def linear_problem(module, name: str, d_in: int, d_out: int, what: str, bias: bool = False):
+    """Why ``module.<name>`` is not an nn.Linear(d_in, d_out) (with a bias, if ``bias``), or None."""
+    lin = getattr(module, name, None)
+    if not isinstance(lin, torch.nn.Linear):
+        return f"{what} should have an nn.Linear `{name}`"
+    if (lin.in_features, lin.out_features) != (d_in, d_out):
+        return f"{what}.{name} maps {lin.in_features} -> {lin.out_features} features, expected {d_in} -> {d_out}"
+    if bias and lin.bias is None:
+        return f"{what}.{name} has no bias: keep the default bias=True"
+    return None
+
+
 def seeded(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)

@@ -25,7 +25,7 @@ from lib import transformer as ref
 from lib.guard import ForbiddenCall, trusted
 from lib.testing import assert_close, assert_shape, is_close
 
-from .common import call, seeded, student_code
+from .common import call, linear_problem, seeded, student_code, torch_mask
 
 BANNED = ("transformer", "multi_head", "scaled_dot_product")
 REFERENCES = ("DecoderLayer", "Transformer", "greedy_decode", "beam_search")
@@ -91,17 +91,6 @@ def _build_decoder(DecoderLayer, namespace, d, h, d_ff, norm_first, dropout=0.0)
     return layer, what
 
 
-def _linear_problem(module, name, d_in, d_out, what):
-    lin = getattr(module, name, None)
-    if not isinstance(lin, nn.Linear):
-        return f"{what} should have an nn.Linear `{name}`"
-    if (lin.in_features, lin.out_features) != (d_in, d_out):
-        return f"{what}.{name} maps {lin.in_features} -> {lin.out_features} features, expected {d_in} -> {d_out}"
-    if lin.bias is None:
-        return f"{what}.{name} has no bias: keep the default bias=True"
-    return None
-
-
 def _decoder_structure(layer, d, d_ff, what):
     """The first missing or wrong submodule, or None."""
     for name in ("self_attn", "cross_attn"):
@@ -110,7 +99,8 @@ def _decoder_structure(layer, d, d_ff, what):
             return (f"{what} has no attribute `{name}`: self.{name} = MultiHeadAttention(d_model, n_heads, dropout) "
                     f"(from lib.multi_head)")
         for lin in ("w_q", "w_k", "w_v", "w_o"):
-            problem = _linear_problem(attn, lin, d, d, f"{what}.{name} (MultiHeadAttention from lib.multi_head)")
+            problem = linear_problem(attn, lin, d, d, f"{what}.{name} (MultiHeadAttention from lib.multi_head)",
+                                     bias=True)
             if problem:
                 return problem
     if layer.self_attn is layer.cross_attn:
@@ -120,7 +110,8 @@ def _decoder_structure(layer, d, d_ff, what):
     if ff is None:
         return f"{what} has no attribute `ff`: self.ff = FeedForward(d_model, d_ff, dropout) (from lib.feed_forward)"
     for name, d_in, d_out in (("linear1", d, d_ff), ("linear2", d_ff, d)):
-        problem = _linear_problem(ff, name, d_in, d_out, f"{what}.ff (FeedForward from lib.feed_forward)")
+        problem = linear_problem(ff, name, d_in, d_out, f"{what}.ff (FeedForward from lib.feed_forward)",
+                                 bias=True)
         if problem:
             return problem
     norms = []
@@ -181,18 +172,11 @@ def _decoder_pair(DecoderLayer, namespace, d, h, d_ff, norm_first, seed, dropout
     return ours, theirs, what
 
 
-def _torch_mask(mask, b, h, t_q, t_k):
-    """Ours (True = may attend, broadcastable to (B, T_q, T_k)) -> torch's (B*h, T_q, T_k), True = blocked."""
-    if mask is None:
-        return None
-    return ~mask.expand(b, t_q, t_k).repeat_interleave(h, 0)
-
-
 def _decoder_variants(theirs, x, memory, tgt_mask, memory_mask, h, norm_first):
     """Outputs of the correct layer and of the usual wrong ones, from torch's parts (no dropout)."""
     b, t, _ = x.shape
     s = memory.shape[1]
-    tm, mm = _torch_mask(tgt_mask, b, h, t, t), _torch_mask(memory_mask, b, h, t, s)
+    tm, mm = torch_mask(tgt_mask, b, h, t, t), torch_mask(memory_mask, b, h, t, s)
 
     def sa(y, m=tm):
         return theirs.self_attn(y, y, y, attn_mask=m, need_weights=False)[0]
@@ -301,8 +285,8 @@ def _decoder_equals_torch(DecoderLayer, namespace, norm_first, seed):
         memory = torch.randn(b, s, d, generator=g) * 1.5 - 0.3
         for name, tgt_mask, memory_mask in _decoder_cases(b, t, s):
             with torch.no_grad():
-                expected = theirs(x, memory, tgt_mask=_torch_mask(tgt_mask, b, h, t, t),
-                                  memory_mask=_torch_mask(memory_mask, b, h, t, s))
+                expected = theirs(x, memory, tgt_mask=torch_mask(tgt_mask, b, h, t, t),
+                                  memory_mask=torch_mask(memory_mask, b, h, t, s))
             v = _decoder_variants(theirs, x, memory, tgt_mask, memory_mask, h, norm_first)
             call_what = f"{what}(x {tuple(x.shape)}, memory {tuple(memory.shape)}, {name})"
             out = _run_decoder(ours, x, memory, tgt_mask, memory_mask, call_what, namespace)

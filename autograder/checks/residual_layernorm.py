@@ -11,7 +11,7 @@ from torch import nn
 from lib import layer_norm as ref
 from lib.testing import assert_close, assert_shape, is_close
 
-from .common import call, seeded, student_code
+from .common import call, linear_problem, seeded, student_code, torch_mask
 
 # layer_norm: F.layer_norm, nn.LayerNorm, aten::native_layer_norm; group_norm / batch_norm: the same
 # normalization in disguise; transformer_encoder: nn.TransformerEncoderLayer's fused fast path.
@@ -239,15 +239,6 @@ def _build_encoder(EncoderLayer, namespace, d, h, d_ff, norm_first, dropout=0.0)
     return layer, what
 
 
-def _linear(module, name, d_in, d_out, what):
-    lin = getattr(module, name, None)
-    if not isinstance(lin, nn.Linear):
-        return f"{what} should have an nn.Linear `{name}`"
-    if (lin.in_features, lin.out_features) != (d_in, d_out):
-        return f"{what}.{name} maps {lin.in_features} -> {lin.out_features} features, expected {d_in} -> {d_out}"
-    return None
-
-
 def _structure(layer, d, d_ff, what):
     """Name the first missing or wrong submodule, or return None."""
     attn = getattr(layer, "self_attn", None)
@@ -255,14 +246,14 @@ def _structure(layer, d, d_ff, what):
         return (f"{what} has no attribute `self_attn`: self.self_attn = MultiHeadAttention(d_model, n_heads, "
                 f"dropout) (from lib.multi_head)")
     for name in ("w_q", "w_k", "w_v", "w_o"):
-        problem = _linear(attn, name, d, d, f"{what}.self_attn (MultiHeadAttention from lib.multi_head)")
+        problem = linear_problem(attn, name, d, d, f"{what}.self_attn (MultiHeadAttention from lib.multi_head)")
         if problem:
             return problem
     ff = getattr(layer, "ff", None)
     if ff is None:
         return f"{what} has no attribute `ff`: self.ff = FeedForward(d_model, d_ff, dropout) (from lib.feed_forward)"
     for name, d_in, d_out in (("linear1", d, d_ff), ("linear2", d_ff, d)):
-        problem = _linear(ff, name, d_in, d_out, f"{what}.ff (FeedForward from lib.feed_forward)")
+        problem = linear_problem(ff, name, d_in, d_out, f"{what}.ff (FeedForward from lib.feed_forward)")
         if problem:
             return problem
     for name in ("norm1", "norm2"):
@@ -318,17 +309,10 @@ def _torch_pair(EncoderLayer, namespace, d, h, d_ff, norm_first, seed, dropout=0
     return ours, theirs.eval(), what
 
 
-def _torch_mask(mask, b, h, t):
-    """Our boolean mask (True = may attend), broadcastable to (B, T, T) -> torch's (B*h, T, T), True = blocked."""
-    if mask is None:
-        return None
-    return ~mask.expand(b, t, t).repeat_interleave(h, 0)
-
-
 def _variants(theirs, x, mask, h):
     """Outputs of the correct layers and of the usual wrong ones, from torch's parts (no dropout)."""
     b, t, _ = x.shape
-    tm = _torch_mask(mask, b, h, t)
+    tm = torch_mask(mask, b, h, t)
 
     def sa(y, m=tm):
         return theirs.self_attn(y, y, y, attn_mask=m, need_weights=False)[0]
@@ -410,7 +394,7 @@ def _encoder_equals_torch(EncoderLayer, namespace, norm_first, seed):
         x = torch.randn(b, t, d, generator=g) * 2 + 0.5
         for name, mask in _masks(b, t):
             with torch.no_grad():
-                tm = _torch_mask(mask, b, h, t)
+                tm = torch_mask(mask, b, h, t)
                 expected = theirs(x, src_mask=tm)
             v = _variants(theirs, x, mask, h)
             call_what = f"{what}(x of shape {tuple(x.shape)}, {name})"
@@ -463,7 +447,7 @@ def EncoderLayer_dropout(EncoderLayer, namespace):
                                  f"(nn.Dropout(dropout)) to each sublayer's output")
         ours.eval()
         with torch.no_grad():
-            expected = theirs(x, src_mask=_torch_mask(mask, b, h, t))
+            expected = theirs(x, src_mask=torch_mask(mask, b, h, t))
         first = _run_encoder(ours, x, mask, f"{what} in eval mode", namespace)
         second = _run_encoder(ours, x, mask, f"{what} in eval mode, called again", namespace)
         if not is_close(first, second):
