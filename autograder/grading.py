@@ -297,7 +297,7 @@ def _sandbox_state(log: Path) -> str:
     state = json.loads(lines[0]) if lines else {}
     if state.get("namespaces"):
         return "isolated"
-    return "limits only" + (f" ({state['error']})" if state.get("error") else " (not root, or not Linux)")
+    return "limits only" + (f" ({state['error']})" if state.get("error") else " (not Linux)")
 
 
 def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, limits: Limits | None = None,

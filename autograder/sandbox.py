@@ -6,7 +6,9 @@ module is that kernel's launcher (the grading kernelspec runs
 the kernel it:
 
 - limits memory (address space), the size of files it may write, and core dumps;
-- on Linux as root, moves into new mount and PID namespaces, where
+- on Linux, moves into new mount and PID namespaces (as root directly; as
+  another user inside a user namespace of its own, where the kernel allows
+  that, as most Linux systems do), where
   * every path named in ``AUTOGRADER_HIDE`` (the gradebook, the course's
     sources, other students' submissions, other graders' folders) is covered
     by an empty read-only folder or by /dev/null,
@@ -15,8 +17,9 @@ the kernel it:
   * /proc shows only the kernel's own processes, and all of them die with it,
   * no capability is left, so nothing of this can be undone.
 
-Without root (or off Linux) only the limits apply; ``AUTOGRADER_SANDBOX_LOG``
-records which protections were in force, and the report says so.
+Where no namespace can be had (off Linux, or user namespaces switched off)
+only the limits apply; ``AUTOGRADER_SANDBOX_LOG`` records which protections
+were in force, and the report says so.
 
 Settings come from environment variables set by the grader:
 ``AUTOGRADER_HIDE`` (paths, ``os.pathsep``-separated), ``AUTOGRADER_MEMORY``
@@ -29,8 +32,9 @@ import resource
 import signal
 import sys
 
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x20000000, 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
@@ -89,6 +93,11 @@ def _isolate_files(workdir: str, hide) -> None:
         st = os.statvfs(point)
         flags |= (MS_NOSUID if st.f_flag & os.ST_NOSUID else 0) | (MS_NODEV if st.f_flag & os.ST_NODEV else 0)
         flags |= MS_NOEXEC if st.f_flag & os.ST_NOEXEC else 0
+        # keep the access-time mode: inside a user namespace, changing it is refused
+        flags |= MS_NOATIME if st.f_flag & os.ST_NOATIME else 0
+        flags |= MS_NODIRATIME if st.f_flag & os.ST_NODIRATIME else 0
+        flags |= MS_RELATIME if st.f_flag & os.ST_RELATIME else 0
+        flags |= 0 if st.f_flag & (os.ST_NOATIME | os.ST_RELATIME) else MS_STRICTATIME
         try:
             _mount(None, point, None, flags)
         except OSError:
@@ -125,6 +134,19 @@ def _under_tmp(workdir: str) -> list:
     return keep
 
 
+def _enter_namespaces() -> None:
+    """New mount and PID namespaces: as root directly, as another user inside a new user namespace
+    in which this process maps to itself (same uid and gid, so files keep their owners)."""
+    if os.geteuid() == 0:
+        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare")
+        return
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare (user namespace)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
 def _drop_capabilities() -> None:
     for cap in range(64):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
@@ -154,11 +176,12 @@ def main(argv) -> None:
     env.update(PYTHONDONTWRITEBYTECODE="1")
     state = {"namespaces": False, "limits": True, "pid": os.getpid()}
     isolated = False
-    if sys.platform.startswith("linux") and os.geteuid() == 0:
+    if sys.platform.startswith("linux"):
         try:
             connection = _private_connection_file(argv)
             fonts = _matplotlib_cache()
-            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare")
+            _enter_namespaces()
+            state["user_namespace"] = os.geteuid() != 0
             _isolate_files(workdir, hide)
             isolated = True
             kernel = [sys.executable, "-m", "ipykernel_launcher", *_replace_connection(argv, connection)]
@@ -172,7 +195,13 @@ def main(argv) -> None:
         if child == 0:  # PID 1 of the new namespace: the kernel itself
             try:
                 _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-                _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+                try:
+                    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+                except OSError:
+                    if not state["user_namespace"]:
+                        raise
+                    # some containers refuse a new /proc in a user namespace: hide the old one instead
+                    _mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
                 os.makedirs("/tmp/.kernel", exist_ok=True)
                 with open(connection["path"], "w") as f:
                     f.write(connection["text"])

@@ -60,10 +60,11 @@ def test_honest_students_are_untouched(graded):
 
 
 def test_kernels_ran_isolated_where_possible(graded):
-    import os
+    import subprocess
     import sys
-    if sys.platform.startswith("linux") and os.geteuid() == 0:
-        assert graded["honest1"].sandbox == "isolated"
+    unshare = "import ctypes, os, sys; sys.exit(os.geteuid() != 0 and ctypes.CDLL(None).unshare(0x10000000) != 0)"
+    if sys.platform.startswith("linux") and subprocess.run([sys.executable, "-c", unshare]).returncode == 0:
+        assert graded["honest1"].sandbox == "isolated"  # as root, or in a user namespace
     else:
         assert graded["honest1"].sandbox.startswith("limits only")
 
