@@ -61,26 +61,54 @@ def check_folder(folder: Path, jobs: int) -> int:
 
 
 def find_submissions(submitted: Path):
-    """(student, assignment, notebook) for a folder laid out like nbgrader's submitted/."""
+    """(found, missing, refused) in a folder laid out like nbgrader's submitted/: found holds
+    (student, assignment, notebook), missing (student, assignment) with no notebook, refused
+    (folder, why) for folders that cannot be graded, each with the reason."""
     known = set(course.assignments())
-    found, missing = [], []
+    found, missing, refused = [], [], []
     for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir()):
+        why = student_id_problem(student_dir)
+        if why:
+            refused.append((student_dir, why))
+            continue
         for adir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
             if adir.name not in known:
                 print(f"skipping {adir}: no assignment called {adir.name}", file=sys.stderr)
                 continue
-            notebooks = sorted(adir.glob("*.ipynb"))
+            if adir.is_symlink():
+                refused.append((adir, "it is a symbolic link, not a folder"))
+                continue
+            notebooks = sorted(p for p in adir.glob("*.ipynb") if not p.name.startswith("."))
             preferred = [p for p in notebooks if p.name == f"{adir.name}.ipynb"]
             if preferred or notebooks:
                 found.append((student_dir.name, adir.name, (preferred or notebooks)[0]))
             else:
                 missing.append((student_dir.name, adir.name))
-    return found, missing
+    return found, missing, refused
+
+
+def student_id_problem(folder: Path) -> str:
+    """Why a folder's name cannot be a student id, or ''. Any name nbgrader accepts is graded, glob
+    characters included (the grader hands nbgrader ids of its own)."""
+    name = folder.name
+    if folder.is_symlink():
+        return "it is a symbolic link, not a folder"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8; rename the folder"
+    if name.startswith("."):
+        return "names starting with '.' are hidden folders, not student ids (nbgrader skips them too)"
+    if name != name.strip():
+        return "the name starts or ends with white space, which nbgrader strips; rename the folder"
+    return ""
 
 
 def cmd_grade(args) -> int:
     submitted, out = Path(args.submitted).resolve(), Path(args.out).resolve()
-    found, missing = find_submissions(submitted)
+    found, missing, refused = find_submissions(submitted)
+    for folder, why in refused:
+        print(f"NOT GRADED: {ascii(str(folder))}: {why}", file=sys.stderr)
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     memory=args.memory_mb * 2**20)
     print(f"grading {len(found)} notebooks from {submitted} with {args.jobs} workers")
@@ -90,12 +118,12 @@ def cmd_grade(args) -> int:
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
     write_grades_csv(results, out / "grades.csv")
-    write_class_report(results, out / "report.txt")
+    write_class_report(results, out / "report.txt", [(ascii(str(f)), why) for f, why in refused])
     (out / "summary.txt").write_text(class_summary(results) + "\n")
     plot_summary(results, out / "summary.png")
     for r in results:
         write_feedback(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb",
-                       out / "feedback" / r.student / f"{r.assignment}.html")
+                       out / "feedback" / r.student / f"{r.assignment}.html", root=out)
     for r in sorted(results, key=lambda r: (r.student, r.assignment)):
         mark = "  REVIEW" if needs_review(r) else ""
         print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}{mark}"

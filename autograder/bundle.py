@@ -6,7 +6,8 @@
 hidden tests, no autograder.
 """
 import ast
-import tomllib
+import shutil
+import sys
 import zipfile
 from pathlib import Path
 
@@ -42,6 +43,14 @@ packages = ["lib"]
 """
 
 
+def _pyproject() -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((course.ROOT / "pyproject.toml").read_text())
+
+
 def lib_imports(source: str) -> set:
     """Names of the lib modules that Python source imports."""
     found = set()
@@ -73,9 +82,28 @@ def lib_modules_for(upto: str) -> list[str]:
     return ["__init__"] + [m for m in names if all(OWNER[r] < upto for r in needs(m))]
 
 
+KERNEL_SIDE = ("probe.py", "nodisplay.py")  # what of the grader runs in the student's kernel
+VIEW_README = ('"""The grader, as the student\'s kernel sees it: only the side that runs student code on the '
+               'grader\'s inputs (probe) and the plotting backend. The hidden tests are not here."""\n')
+
+
+def student_view(assignment: str, folder: Path) -> Path:
+    """The folder a kernel grading ``assignment`` imports from (``PYTHONPATH``): ``lib/`` as the student
+    has it (the references of earlier notebooks only) and the kernel side of ``autograder``."""
+    folder = Path(folder)
+    (folder / "lib").mkdir(parents=True, exist_ok=True)
+    for m in lib_modules_for(assignment):
+        shutil.copyfile(LIB / f"{m}.py", folder / "lib" / f"{m}.py")
+    (folder / "autograder").mkdir(exist_ok=True)
+    (folder / "autograder" / "__init__.py").write_text(VIEW_README)
+    for name in KERNEL_SIDE:
+        shutil.copyfile(Path(__file__).parent / name, folder / "autograder" / name)
+    return folder
+
+
 def _student_dependencies() -> list[str]:
-    deps = tomllib.loads((course.ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    return [d for d in deps if not d.startswith(("nbgrader", "nbformat", "nbclient"))]
+    deps = _pyproject()["project"]["dependencies"]
+    return [d for d in deps if not d.startswith(("nbgrader", "nbformat", "nbclient", "safetensors", "tomli"))]
 
 
 def bundle(upto: str, out: Path) -> list[str]:
@@ -89,7 +117,7 @@ def bundle(upto: str, out: Path) -> list[str]:
     files = {f"notebooks/{a}/{a}.ipynb": course.release_notebook(a).read_bytes() for a in chosen}
     files |= {f"lib/{m}.py": (LIB / f"{m}.py").read_bytes() for m in lib_modules_for(last)}
     files["README.md"] = STUDENT_README.format(first=chosen[0], last=last).encode()
-    version = tomllib.loads((course.ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version = _pyproject()["project"]["version"]
     deps = "[" + ", ".join(f'"{d}"' for d in _student_dependencies()) + "]"
     files["pyproject.toml"] = STUDENT_PYPROJECT.format(version=version, dependencies=deps).encode()
     out = Path(out)

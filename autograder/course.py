@@ -52,3 +52,9 @@ def detect_assignment(path: Path) -> str:
     raise ValueError(
         f"cannot tell which assignment {path} belongs to: put it in a folder named after the assignment "
         f"or name the file after it. Known assignments: {', '.join(known)}")
+
+
+def exercise_of(grade_id: str, solution_ids) -> str:
+    """Test cells are named ``<exercise>_<what>``: map a test cell to its exercise."""
+    hits = [s for s in solution_ids if grade_id == s or grade_id.startswith(s + "_")]
+    return max(hits, key=len) if hits else grade_id

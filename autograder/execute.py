@@ -1,11 +1,22 @@
-"""nbgrader's Execute step, made to survive hostile and broken notebooks.
+"""nbgrader's Execute step, with the hidden tests judged outside the student's kernel.
 
-Stock nbgrader gives up on the whole notebook when the kernel dies
-(``os._exit``, a crash, the memory limit) or stops answering, and has no
-limit on a notebook's total time or on the output it keeps. This subclass
-runs the cells one by one as nbgrader does and:
+Stock nbgrader runs the hidden tests in the kernel, after the student's code,
+and counts a test cell as passed when it shows no error. Student code can
+forge that (IPython's events and traceback machinery decide what a cell
+shows) and can read the tests' expected values. Here a graded test cell is
+never sent to the kernel. Its judge (``autograder.checks``) runs in this
+process, the grader's: it sends the student's code inputs and reads back
+outputs through the kernel's messages (``RemoteTransport``), computes the
+expected values itself, and this step writes the cell's outcome: nothing
+when it passed, an ``AssertionError`` output with the judge's message when it
+failed. nbgrader then scores the cell from that output, as usual.
 
-- gives each cell ``timeout`` seconds, and the whole notebook
+The rest is about surviving hostile and broken notebooks. Stock nbgrader
+gives up on the whole notebook when the kernel dies (``os._exit``, a crash,
+the memory limit) or stops answering, and has no limit on a notebook's total
+time or on the output it keeps. This step runs the cells one by one and:
+
+- gives each cell (or each judge) ``timeout`` seconds, and the notebook
   ``notebook_timeout`` seconds; a cell past its time is interrupted;
 - when the kernel dies or does not answer an interrupt, stops there: that
   cell and every later code cell get an error output that says why (so they
@@ -14,8 +25,13 @@ runs the cells one by one as nbgrader does and:
 - writes what happened (``notes``) to the JSON file named by the
   ``AUTOGRADER_NOTES`` environment variable, for the grading report.
 
+A graded cell with no judge in ``autograder.checks`` (one an instructor
+added in nbgrader's usual style) runs in the kernel as stock nbgrader would;
+the report says so.
+
 The course's nbgrader_config.py puts it in place of nbgrader's Execute.
 """
+import base64
 import json
 import os
 import signal
@@ -26,9 +42,27 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
+from . import probe
+
+PROBE_CODE = "__import__('autograder.probe', fromlist=['serve']).serve(__import__('base64').b64decode('{}').decode())"
+
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class KernelStopped(Exception):
+    """The kernel died or stopped answering while a judge was talking to it."""
+
+
+class RemoteTransport:
+    """Carries a judge's requests to the kernel being graded, through the executor's kernel client."""
+
+    def __init__(self, executor: "GuardedExecute", cell_index: int):
+        self.executor, self.cell_index = executor, cell_index
+
+    def __call__(self, text: str) -> str:
+        return self.executor.probe(text, self.cell_index)
 
 
 class GuardedExecute(Execute):
@@ -37,8 +71,11 @@ class GuardedExecute(Execute):
 
     def preprocess(self, nb, resources, retries=None):
         self._deadline = monotonic() + self.notebook_timeout
+        self._judge_deadline = None
         self._stopped = ""
         self._notes = []
+        self._probing = None
+        self._assignment = (resources or {}).get("nbgrader", {}).get("assignment", "")
         try:
             return super().preprocess(nb, resources, retries)
         finally:
@@ -52,7 +89,8 @@ class GuardedExecute(Execute):
         self._notes.append({"grade_id": gid, "note": text})
 
     def _get_timeout(self, cell):
-        return max(1, min(self.timeout or self.notebook_timeout, int(self._deadline - monotonic()) + 1))
+        end = self._deadline if self._judge_deadline is None else min(self._deadline, self._judge_deadline)
+        return max(1, min(self.timeout or self.notebook_timeout, int(end - monotonic()) + 1))
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -63,39 +101,107 @@ class GuardedExecute(Execute):
         if self._stopped:
             cell.outputs = [error_output("NotRun", f"not run: {self._stopped}")]
             return cell, resources
+        gid = _graded_test(cell)
+        if gid and self._has_judge(gid):
+            return self._judge(cell, gid, index), resources
+        if gid:
+            self._note(cell, "this graded cell has no judge in autograder/checks; it ran inside the student's "
+                             "kernel, where student code could change its outcome")
         self._cell_bytes, self._cut = 0, False
         budget = self._get_timeout(cell)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            self._stopped = "the kernel died in an earlier cell"
-            self._note(cell, "the kernel died in this cell (os._exit, a crash, or more memory than the "
-                             "limit); the cells after it were not run")
-            cell.outputs.append(error_output("DeadKernelError", "the kernel died while running this cell "
-                                             "(os._exit, a crash, or more memory than the limit allows)"))
+            self._died(cell)
         except CellTimeoutError:
-            self._stopped = "the kernel stopped answering in an earlier cell"
-            self._note(cell, "the kernel did not answer an interrupt after the time limit; it was stopped, "
-                             "and the cells after it were not run")
-            cell.outputs.append(error_output("CellTimeoutError", "this cell ran past its time limit and did "
-                                             "not stop when interrupted"))
-            self._kill_kernel()
+            self._unresponsive(cell)
         else:
             if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs if o.output_type == "error"):
                 which = "the notebook's" if budget < (self.timeout or 0) else "the per-cell"
                 self._note(cell, f"this cell ran past {which} time limit ({budget} s) and was interrupted")
         return cell, resources
 
-    def _kill_kernel(self) -> None:
-        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
-        if pid:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    def _died(self, cell) -> None:
+        self._stopped = "the kernel died in an earlier cell"
+        self._note(cell, "the kernel died in this cell (os._exit, a crash, or more memory than the "
+                         "limit); the cells after it were not run")
+        cell.outputs.append(error_output("DeadKernelError", "the kernel died while running this cell "
+                                         "(os._exit, a crash, or more memory than the limit allows)"))
+
+    def _unresponsive(self, cell) -> None:
+        self._stopped = "the kernel stopped answering in an earlier cell"
+        self._note(cell, "the kernel did not answer an interrupt after the time limit; it was stopped, "
+                         "and the cells after it were not run")
+        cell.outputs.append(error_output("CellTimeoutError", "this cell ran past its time limit and did "
+                                         "not stop when interrupted"))
+        self._kill_kernel()
+
+    # -- judging ----------------------------------------------------------------------------------
+
+    def _has_judge(self, gid: str) -> bool:
+        from . import checks
+        try:
+            return gid in checks.judges(self._assignment)
+        except (ImportError, KeyError, ValueError, OSError):
+            return False
+
+    def _judge(self, cell, gid: str, index: int):
+        """Run the judge of a graded cell in this process; the cell's outputs say what it decided."""
+        from . import checks
+        budget = self._get_timeout(cell)
+        self._judge_deadline = monotonic() + budget
+        cell.outputs, cell.execution_count = [], None
+        try:
+            message = checks.judge(self._assignment, gid, RemoteTransport(self, index))
+        except KernelStopped:
+            return cell  # the outputs and notes are written
+        except checks.ProbeFailure as e:
+            message = str(e)
+            if "time limit" in message:
+                self._note(cell, f"this cell ran past the per-cell time limit ({budget} s) and was interrupted")
+        except Exception as e:  # noqa: BLE001 - a judge that breaks on odd data fails the cell, and says so
+            message = f"the check could not finish ({type(e).__name__}: {str(e)[:300]})"
+            self._note(cell, f"its check stopped with {type(e).__name__}: {str(e)[:200]}; please look at it")
+        finally:
+            self._judge_deadline = None
+        if message is not None:
+            cell.outputs = [error_output("AssertionError", message)]
+        return cell
+
+    def probe(self, text: str, index: int) -> str:
+        """Send one request to the kernel and return its reply (see ``autograder.probe``)."""
+        code = PROBE_CODE.format(base64.b64encode(text.encode()).decode("ascii"))
+        request = NotebookNode(cell_type="code", source=code, metadata={}, outputs=[], execution_count=None)
+        cell = self.nb.cells[index]
+        self._probing = []
+        try:
+            self.execute_cell(request, index, store_history=False)
+        except DeadKernelError:
+            self._died(cell)
+            raise KernelStopped() from None
+        except CellTimeoutError:
+            self._unresponsive(cell)
+            raise KernelStopped() from None
+        finally:
+            replies, self._probing = self._probing, None
+            self.nb.cells[index] = cell  # nbclient puts the cell it ran in the notebook: the test cell goes back
+        for out in request.outputs:
+            if out.get("output_type") == "error":
+                if out.get("ename") == "CellTimeoutError":
+                    raise probe_timeout(self._get_timeout(None))
+                if not replies:
+                    raise _failure(f"the kernel could not answer ({out.get('ename')}: {str(out.get('evalue'))[:200]})")
+        if not replies:
+            raise _failure("the kernel sent no answer")
+        return replies[-1]
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
+        if self._probing is not None:  # a judge's request: keep its reply only, drop what student code printed
+            data = content.get("data") or {}
+            if msg.get("msg_type") == "display_data" and isinstance(data.get(probe.MIME), str):
+                self._probing.append(data[probe.MIME])
+            return None
         size = len(content.get("text", "")) + len(json.dumps(content.get("data", {})))
         self._cell_bytes = getattr(self, "_cell_bytes", 0) + size
         if self._cell_bytes <= self.output_limit:
@@ -110,3 +216,30 @@ class GuardedExecute(Execute):
             outs.append(out)
             return out
         return None
+
+    def clear_output(self, outs, msg, cell_index):
+        if self._probing is not None:
+            return
+        super().clear_output(outs, msg, cell_index)
+
+    def _kill_kernel(self) -> None:
+        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _graded_test(cell) -> str:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta.get("grade_id", "") if meta.get("grade") and not meta.get("solution") else ""
+
+
+def _failure(message: str):
+    from .checks import ProbeFailure
+    return ProbeFailure(message)
+
+
+def probe_timeout(seconds: int):
+    return _failure(f"the student's code ran past the time limit ({seconds} s) and was interrupted")

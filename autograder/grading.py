@@ -30,7 +30,9 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, intake
+from . import course, files, intake
+from .bundle import student_view
+from .course import exercise_of
 from .nbgrader_run import make_course, nbgrader
 from .worker import MARK
 
@@ -92,18 +94,12 @@ def _source_cells(assignment: str):
     return solutions, graded
 
 
-def exercise_of(grade_id: str, solution_ids) -> str:
-    """Test cells are named ``<exercise>_<what>``: map a test cell to its exercise."""
-    hits = [s for s in solution_ids if grade_id == s or grade_id.startswith(s + "_")]
-    return max(hits, key=len) if hits else grade_id
-
-
 def _failure_messages(autograded: Path) -> dict:
     """grade_id -> first line of the error each failing graded cell printed."""
     messages = {}
     if not autograded.is_file():
         return messages
-    nb = nbformat.reads(autograded.read_text(), as_version=4)
+    nb = nbformat.reads(files.read(autograded).decode(), as_version=4)
     for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         for out in cell.get("outputs", []):
@@ -115,12 +111,12 @@ def _failure_messages(autograded: Path) -> dict:
     return messages
 
 
-def _read_results(root: Path, student: str, assignment: str) -> NotebookResult:
+def _read_results(root: Path, student: str, assignment: str, notebook: Path) -> NotebookResult:
     from nbgrader.api import Gradebook, MissingEntry
 
     solution_ids, graded = _source_cells(assignment)
     result = NotebookResult(student, assignment, f"{assignment}.ipynb")
-    messages = _failure_messages(root / "autograded" / student / assignment / f"{assignment}.ipynb")
+    messages = _failure_messages(notebook)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         try:
             nb = gb.find_submission_notebook(assignment, assignment, student)
@@ -143,6 +139,7 @@ class Limits:
     notebook_timeout: int = 600  # seconds per notebook
     memory: int = 4 * 2**30  # bytes of address space for the kernel
     output: int = 1_000_000  # bytes of output kept per cell
+    scratch_mb: int = 64  # size of the kernel's own folder (and of its /tmp)
 
 
 def zero_result(student, assignment, path, error, notes=()) -> NotebookResult:
@@ -155,7 +152,8 @@ def zero_result(student, assignment, path, error, notes=()) -> NotebookResult:
 
 
 class Run:
-    """A grading run: a scratch folder with a template course, a sandbox kernelspec and worker courses."""
+    """A grading run: a scratch folder with a template course, a sandbox kernelspec, the student's view of
+    the course for each assignment, and worker courses."""
 
     def __init__(self, assignments, jobs: int, limits: Limits, hide=()):
         self.dir = Path(tempfile.mkdtemp(prefix="autograder-"))
@@ -167,19 +165,24 @@ class Run:
         (spec / "kernel.json").write_text(json.dumps({
             "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
             "display_name": "Python 3 (course grader)", "language": "python"}))
+        self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
+        (self.dir / "scratch").mkdir()
         self.workers, self._processes = [], {}
         for k in range(jobs):
             w = self.dir / f"w{k}"
             shutil.copytree(template, w)
             (w / "runtime").mkdir()
             self.workers.append(w)
+        self._ids = 0
 
     def process(self, worker: Path) -> "Worker":
         """The worker process of this course folder, started (again) when needed."""
         proc = self._processes.get(worker)
         if proc is None or not proc.alive():
             env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
-                       AUTOGRADER_HIDE=os.pathsep.join(self._hidden(worker)), AUTOGRADER_MEMORY=str(self.limits.memory),
+                       AUTOGRADER_HIDE=os.pathsep.join([str(self.dir)] + self.hide),
+                       AUTOGRADER_MEMORY=str(self.limits.memory), AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb),
+                       AUTOGRADER_SCRATCH_DIR=str(self.dir / "scratch"),
                        OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // len(self.workers))),
                        MPLBACKEND="module://autograder.nodisplay",
                        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -191,37 +194,33 @@ class Run:
             proc.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-
-    def _hidden(self, worker: Path):
-        others = [str(w) for w in self.workers if w != worker] + [str(self.dir / "template")]
-        own = [str(worker / name) for name in ("gradebook.db", "solutions", "notebooks", "submitted",
-                                                "feedback", "runtime", "notes.json")]
-        repo = [str(course.ROOT / name) for name in ("solutions", "tests", ".git")]
-        return others + own + repo + self.hide
-
     def grade(self, worker: Path, student: str, assignment: str, path: Path, keep: Path | None) -> NotebookResult:
+        # nbgrader reads student ids as patterns (f[1] would match f1): it gets a plain id of ours instead
+        self._ids += 1
+        sid = f"s{self._ids:05d}"
         for name in ("submitted", "autograded"):
             shutil.rmtree(worker / name, ignore_errors=True)
-        target = worker / "submitted" / student / assignment / f"{assignment}.ipynb"
+        target = worker / "submitted" / sid / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True)
         ok, notes, flags = intake.prepare(path, assignment, target)
         if not ok:
-            r = zero_result(student, assignment, path, notes[0], notes)
-            return r
-        for stale in ("notes.json",):
-            (worker / stale).unlink(missing_ok=True)
-        log = Path("/dev/shm" if Path("/dev/shm").is_dir() else worker) / f"autograder-{uuid.uuid4().hex}.log"
-        env = {"AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log)}
-        answer = self.process(worker).autograde(assignment, student, env, self.limits.notebook_timeout + 120)
+            return zero_result(student, assignment, path, notes[0], notes)
+        (worker / "notes.json").unlink(missing_ok=True)
+        log = worker / f"sandbox-{uuid.uuid4().hex}.log"
+        view = self.views[assignment]
+        env = {"AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log),
+               "AUTOGRADER_VIEW": str(view), "AUTOGRADER_KEEP": str(course.release_notebook(assignment).parent)}
+        answer = self.process(worker).autograde(assignment, sid, env, self.limits.notebook_timeout + 120)
         if answer is None:
             notes.append(f"grading did not finish within {self.limits.notebook_timeout + 120} s and was stopped")
             answer = {"success": False, "log": "", "error": "the grading process was stopped"}
-        r = _read_results(worker, student, assignment)
-        r.notebook = Path(path).name
+        graded = worker / "autograded" / sid / assignment / f"{assignment}.ipynb"
+        r = _read_results(worker, sid, assignment, graded)
+        r.student, r.notebook = student, Path(path).name
         r.notes, r.flags = notes, flags
         if (worker / "notes.json").is_file():
-            r.notes += [f"{n['grade_id'] or 'a cell of your own'}: {n['note']}"
-                        for n in json.loads((worker / "notes.json").read_text())]
+            r.notes += [f"{n['grade_id'] or _cell_name(n)}: {n['note']}"
+                        for n in json.loads(files.read(worker / "notes.json"))]
         r.sandbox = _sandbox_state(log)
         if not answer["success"] and not r.error:
             text = answer["log"] + "\n" + answer["error"]
@@ -230,10 +229,16 @@ class Run:
             for c in r.cells:
                 if not c.manual and c.score == 0 and not c.message:
                     c.message = r.error
-        graded_nb = worker / "autograded" / student / assignment
-        if keep is not None and graded_nb.is_dir():
-            shutil.copytree(graded_nb, keep / student / assignment, dirs_exist_ok=True)
+        if keep is not None and graded.is_file():
+            try:
+                files.write(keep / student / assignment / f"{assignment}.ipynb", files.read(graded), root=keep)
+            except OSError as e:
+                r.notes.append(f"the graded notebook could not be kept: {e}")
         return r
+
+
+def _cell_name(note: dict) -> str:
+    return f"a cell of your own (cell {note['index'] + 1})" if "index" in note else "a cell of your own"
 
 
 class Worker:
@@ -290,9 +295,9 @@ class Worker:
 
 def _sandbox_state(log: Path) -> str:
     try:
-        lines = log.read_text().splitlines()
+        lines = files.read(log, 2**16).decode().splitlines()
         log.unlink()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return "unknown (the kernel did not start)"
     state = json.loads(lines[0]) if lines else {}
     if state.get("namespaces"):

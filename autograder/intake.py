@@ -13,11 +13,10 @@ submission is rebuilt on the release notebook's skeleton:
 - the student's own extra cells stay where they were, after the graded cell
   that preceded them; a duplicated answer cell stays as a plain cell (so the
   notebook runs as the student ran it), a duplicated read-only cell is dropped;
-- a first cell, run before any student code, installs the tamper guard
-  (``autograder.integrity``).
 
 Every repair is written down as a note for the report. Student code that
 reaches for the grading machinery is flagged for a human (``autograder.scan``).
+The submitted file is only read (never through a symbolic link), never written.
 """
 import copy
 import json
@@ -26,10 +25,8 @@ import warnings
 import nbformat
 from nbformat.corpus.words import generate_corpus_id
 
-from . import course
+from . import course, files
 from .scan import suspicious
-
-GUARD_CELL = "import autograder.integrity as _grader_integrity; _grader_integrity.install(); del _grader_integrity"
 
 
 def _grade_id(cell):
@@ -39,7 +36,9 @@ def _grade_id(cell):
 def read_submission(path):
     """(notebook or None, notes): the file parsed as a v4 notebook, or why it cannot be."""
     try:
-        raw = open(path, "rb").read()
+        raw = files.read(path)
+    except files.UnsafeFile as e:
+        return None, [f"the notebook could not be read: {e}"]
     except OSError as e:
         return None, [f"the notebook could not be read: {e.strerror}"]
     if not raw.strip():
@@ -100,7 +99,7 @@ def rebuild(nb, assignment):
         cell = copy.deepcopy(cell)
         cell["id"] = generate_corpus_id()  # ids must stay unique in the rebuilt notebook
         extra_after.setdefault(anchor, []).append(cell)
-    cells = [nbformat.v4.new_code_cell(GUARD_CELL)] + extra_after[None]
+    cells = list(extra_after[None])
     for ref in skeleton:
         gid = _grade_id(ref)
         meta = ref.metadata["nbgrader"]

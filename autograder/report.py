@@ -8,8 +8,8 @@ from pathlib import Path
 
 import nbformat
 
+from . import files
 from .grading import NotebookResult
-from .intake import GUARD_CELL
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
 
@@ -132,10 +132,13 @@ def plot_summary(results, path: Path) -> None:
     plt.close(fig)
 
 
-def write_class_report(results, path: Path) -> None:
-    """Every notebook's table; those a person should review first."""
+def write_class_report(results, path: Path, refused=()) -> None:
+    """Every notebook's table; those a person should review first. ``refused``: (folder, why) of the
+    submissions that could not be graded at all."""
     ordered = sorted(results, key=lambda r: (not needs_review(r), r.student, r.assignment))
     parts = ["Class report", "", class_summary(results), ""]
+    if refused:
+        parts += [f"{len(refused)} folder(s) NOT GRADED:"] + [f"  {folder}: {why}" for folder, why in refused] + [""]
     review = [r for r in ordered if needs_review(r)]
     parts.append(f"{len(review)} notebook(s) to review by hand (listed first)." if review else
                  "Nothing to review by hand.")
@@ -145,9 +148,10 @@ def write_class_report(results, path: Path) -> None:
 
 
 def _redacted(nb):
-    """The autograded notebook with hidden test code, tracebacks and the grader's own first cell removed."""
-    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source == GUARD_CELL)]
+    """The autograded notebook with hidden test code and tracebacks removed, and every cell cut to a size
+    the renderer handles quickly (its markdown parser takes quadratic time on some inputs)."""
     for cell in nb.cells:
+        cell.source = _cut(cell.source, MAX_CELL)
         if cell.cell_type != "code":
             continue
         if "BEGIN HIDDEN TESTS" in cell.source:
@@ -155,23 +159,65 @@ def _redacted(nb):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+            for key, value in (out.get("data") or {}).items():
+                if isinstance(value, str):
+                    out["data"][key] = _cut(value, MAX_CELL if key.startswith("text/") else MAX_OUTPUT)
+            if isinstance(out.get("text"), str):
+                out["text"] = _cut(out["text"], MAX_CELL)
     return nb
 
 
-def write_feedback(result: NotebookResult, autograded: Path | None, path: Path) -> None:
+MAX_CELL = 10_000  # characters of a cell's source or text output shown in feedback
+MAX_OUTPUT = 2_000_000  # characters of an image shown
+RENDER_SECONDS = 30  # past this, a feedback page is written as plain text
+
+
+def _cut(text, limit: int) -> str:
+    text = "".join(text) if isinstance(text, list) else text
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n[the rest ({len(text) - limit} characters) is not shown in this feedback]"
+
+
+def _render(nb, header: str) -> str:
+    from nbconvert import HTMLExporter
+    body, _ = HTMLExporter(template_name="classic", exclude_input_prompt=True,
+                           sanitize_html=True).from_notebook_node(nb)
+    return body.replace("<body>", "<body>" + header, 1)
+
+
+def _plain(nb, header: str) -> str:
+    """The notebook as escaped text, for when rendering it would take too long."""
+    parts = [header, "<p>(shown as plain text: this notebook took too long to render)</p>"]
+    for cell in nb.cells:
+        parts.append(f"<pre>{html.escape(cell.source)}</pre>")
+        for out in cell.get("outputs", []):
+            text = out.get("text") or (out.get("data") or {}).get("text/plain") or out.get("evalue") or ""
+            parts.append(f"<pre>{html.escape(str(text))}</pre>")
+    return "<!DOCTYPE html><html><body>" + "\n".join(parts) + "</body></html>"
+
+
+def _render_bounded(nb, header: str, seconds: float = RENDER_SECONDS) -> str:
+    """``_render`` in a child process that is stopped after ``seconds``; then ``_plain``."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ctx.Pool(1) as pool:
+        job = pool.apply_async(_render, (nb, header))
+        try:
+            return job.get(seconds)
+        except multiprocessing.TimeoutError:
+            return _plain(nb, header)
+
+
+def write_feedback(result: NotebookResult, autograded: Path | None, path: Path, root: Path | None = None) -> None:
     """One student's feedback page: points and messages per exercise, then their graded
     notebook with the hidden tests' code and tracebacks redacted (nbgrader shows them, #917)."""
-    from nbconvert import HTMLExporter
-
     table = html.escape(exercise_table(result))
     header = (f"<h1>Feedback: {html.escape(result.assignment)}</h1><p>autograded "
               f"{_fmt(result.auto_score)} / {_fmt(result.auto_max)} points</p><pre>{table}</pre>")
-    body = ""
     if autograded is not None and autograded.is_file():
-        nb = _redacted(nbformat.read(autograded, as_version=4))
-        body, _ = HTMLExporter(template_name="classic", exclude_input_prompt=True).from_notebook_node(nb)
-        body = body.replace("<body>", "<body>" + header, 1)
+        nb = _redacted(nbformat.reads(files.read(autograded).decode(), as_version=4))
+        body = _render_bounded(nb, header)
     else:
         body = f"<!DOCTYPE html><html><body>{header}</body></html>"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body)
+    files.write(path, body, root=root)

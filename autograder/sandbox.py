@@ -1,29 +1,34 @@
-"""Start a Jupyter kernel that cannot see or change anything but its own notebook.
+"""Start a Jupyter kernel that sees what a student has, and nothing else.
 
-nbgrader runs the student's code and the hidden tests in one kernel. This
-module is that kernel's launcher (the grading kernelspec runs
-``python -m autograder.sandbox -f CONNECTION_FILE ...``). Before it becomes
-the kernel it:
+nbgrader runs the student's code in a kernel. This module is that kernel's
+launcher (the grading kernelspec runs ``python -m autograder.sandbox -f
+CONNECTION_FILE ...``). Before it becomes the kernel it:
 
 - limits memory (address space), the size of files it may write, and core dumps;
+- points Python at the *view* the grader prepared for this notebook
+  (``AUTOGRADER_VIEW``): ``lib/`` with the references of earlier notebooks
+  only (what ``bundle --upto`` ships) and the kernel side of the grader
+  (``autograder/probe.py``), nothing of the hidden tests;
 - on Linux, moves into new mount and PID namespaces (as root directly; as
   another user inside a user namespace of its own, where the kernel allows
   that, as most Linux systems do), where
-  * every path named in ``AUTOGRADER_HIDE`` (the gradebook, the course's
-    sources, other students' submissions, other graders' folders) is covered
-    by an empty read-only folder or by /dev/null,
-  * every file system is read-only except the notebook's own folder and a
-    fresh, small /tmp,
+  * the kernel's folder is a fresh, small, writable file system of its own
+    (``AUTOGRADER_SCRATCH_MB``): nothing it writes or links there reaches the
+    grader, which writes its outputs elsewhere,
+  * the course (``solutions/``, ``autograder/checks/``, ``tests/``, ``lib/``
+    with every reference), the grader's folders and every path named in
+    ``AUTOGRADER_HIDE`` (gradebooks, other students' submissions, the output
+    folder) are covered by empty read-only folders; only the paths in
+    ``AUTOGRADER_KEEP`` (the view, the release notebook) and Python itself
+    come back, read-only,
+  * every other file system is read-only, /tmp is a fresh, small one,
   * /proc shows only the kernel's own processes, and all of them die with it,
   * no capability is left, so nothing of this can be undone.
 
 Where no namespace can be had (off Linux, or user namespaces switched off)
-only the limits apply; ``AUTOGRADER_SANDBOX_LOG`` records which protections
-were in force, and the report says so.
-
-Settings come from environment variables set by the grader:
-``AUTOGRADER_HIDE`` (paths, ``os.pathsep``-separated), ``AUTOGRADER_MEMORY``
-(bytes), ``AUTOGRADER_SANDBOX_LOG`` (a file to append one JSON line to).
+only the limits and the view apply, and the kernel starts in an empty folder
+of its own; ``AUTOGRADER_SANDBOX_LOG`` records which protections were in
+force, and the report says so.
 """
 import ctypes
 import json
@@ -31,6 +36,7 @@ import os
 import resource
 import signal
 import sys
+import tempfile
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x20000000, 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -38,6 +44,7 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
+WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the kernel's own
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -73,65 +80,75 @@ def apply_limits(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _isolate_files(workdir: str, hide) -> None:
-    """Runs in the new mount namespace: hide, make read-only, give a fresh /tmp
-    that holds nothing but the notebook's own folder (writable)."""
+def _isolate_files(workdir: str, hide, keep, scratch: int) -> None:
+    """Runs in the new mount namespace. The kernel's folder becomes a fresh writable file system of
+    ``scratch`` bytes; every other file system becomes read-only; /tmp and every path in ``hide`` are
+    covered by empty folders, into which only the paths in ``keep`` (and Python) come back, read-only."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount(workdir, workdir, None, MS_BIND)  # a writable mount of the notebook's folder, kept aside
-    own = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
-    for path in hide:
-        if not os.path.lexists(path) or os.path.realpath(path) == os.path.realpath(workdir):
-            continue
-        if os.path.isdir(path):
-            _mount("none", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k,mode=555")
-        else:
-            _mount("/dev/null", path, None, MS_BIND)
+    _mount("none", workdir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch},mode=700")
+    kept = []
+    for path in sorted({os.path.realpath(p) for p in list(keep) + _python_dirs() if os.path.isdir(p)}, key=len):
+        kept.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY), False))
+    kept.append((workdir, os.open(workdir, os.O_PATH | os.O_DIRECTORY), True))
     for point in _mount_points():
         if point == workdir or point.startswith(("/proc", "/sys", "/dev")):
             continue
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        st = os.statvfs(point)
-        flags |= (MS_NOSUID if st.f_flag & os.ST_NOSUID else 0) | (MS_NODEV if st.f_flag & os.ST_NODEV else 0)
-        flags |= MS_NOEXEC if st.f_flag & os.ST_NOEXEC else 0
-        # keep the access-time mode: inside a user namespace, changing it is refused
-        flags |= MS_NOATIME if st.f_flag & os.ST_NOATIME else 0
-        flags |= MS_NODIRATIME if st.f_flag & os.ST_NODIRATIME else 0
-        flags |= MS_RELATIME if st.f_flag & os.ST_RELATIME else 0
-        flags |= 0 if st.f_flag & (os.ST_NOATIME | os.ST_RELATIME) else MS_STRICTATIME
         try:
-            _mount(None, point, None, flags)
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(point))
         except OSError:
             pass  # a mount that cannot be made read-only (rare) stays as it is
-    keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in _under_tmp(workdir)]
-    _mount("none", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777")
-    for path, fd in keep:  # the course and its Python, when they live under /tmp: back, read-only
-        os.makedirs(path, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)  # with what is hidden inside them
-        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    for target in sorted({os.path.realpath(p) for p in [*WRITABLE, *hide] if os.path.lexists(p)}, key=len):
+        _cover(target, kept, writable=target in WRITABLE)
+    for _, fd, _ in kept:
         os.close(fd)
-    if not workdir.startswith("/tmp/"):
-        _mount("none", workdir, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")  # a place to bind it
-    os.makedirs(workdir, exist_ok=True)
-    _mount(f"/proc/self/fd/{own}", workdir, None, MS_BIND)  # the one writable folder
-    os.close(own)
     os.chdir(workdir)
 
 
-def _under_tmp(workdir: str) -> list:
-    """The folders under /tmp that the kernel needs to run: the Python environment and the course's
-    code (a virtual environment or a clone in /tmp), outermost only; the notebook's own folder is bound
-    over them afterwards, writable."""
-    needed = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    needed += [p for p in sys.path if p and os.path.isdir(p)]
-    found = sorted({os.path.realpath(p) for p in needed if os.path.realpath(p).startswith("/tmp/")}, key=len)
-    keep = []
-    for path in found:
-        if any(path == k or path.startswith(k + "/") for k in keep):
-            continue
-        if path == workdir or path.startswith(workdir + "/"):  # the notebook's folder is bound writable anyway
-            continue
-        keep.append(path)
-    return keep
+def _kept_flags(point: str) -> int:
+    """The flags a read-only remount must keep: inside a user namespace, changing them is refused."""
+    st = os.statvfs(point)
+    flags = (MS_NOSUID if st.f_flag & os.ST_NOSUID else 0) | (MS_NODEV if st.f_flag & os.ST_NODEV else 0)
+    flags |= MS_NOEXEC if st.f_flag & os.ST_NOEXEC else 0
+    flags |= MS_NOATIME if st.f_flag & os.ST_NOATIME else 0
+    flags |= MS_NODIRATIME if st.f_flag & os.ST_NODIRATIME else 0
+    flags |= MS_RELATIME if st.f_flag & os.ST_RELATIME else 0
+    return flags | (0 if st.f_flag & (os.ST_NOATIME | os.ST_RELATIME) else MS_STRICTATIME)
+
+
+def _cover(target: str, kept, writable: bool = False) -> None:
+    """Hide ``target`` under an empty file system (a file under /dev/null), then bind back the kept paths
+    that lie inside it, from the file descriptors opened before anything was covered."""
+    if any(path == target for path, _, _ in kept) or not os.path.lexists(target):
+        return  # the target is itself kept, or already under a cover: nothing to hide
+    if not os.path.isdir(target):
+        _mount("/dev/null", target, None, MS_BIND)
+        return
+    size = "64m,mode=1777" if writable else "1m,mode=755"
+    _mount("none", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}")
+    for path, fd, rw in kept:
+        if path.startswith(target + "/"):
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            if not rw:
+                _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if not writable:
+        _mount(None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _python_dirs() -> list:
+    """What the kernel needs to run Python: its installation and its virtual environment."""
+    return [sys.prefix, sys.exec_prefix, sys.base_prefix] + [p for p in sys.path if p.endswith("-packages")]
+
+
+def _course_dirs() -> list:
+    """The course and the real ``lib`` and ``autograder`` packages, wherever they are installed: the kernel
+    gets the view instead."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = [os.path.dirname(here), here]
+    spec = importlib.util.find_spec("lib")
+    found += list(spec.submodule_search_locations or []) if spec else []
+    return found
 
 
 def _enter_namespaces() -> None:
@@ -166,23 +183,31 @@ def _forward_signals(child: int) -> None:
 
 def main(argv) -> None:
     hide = [p for p in os.environ.get("AUTOGRADER_HIDE", "").split(os.pathsep) if p]
+    keep = [p for p in os.environ.get("AUTOGRADER_KEEP", "").split(os.pathsep) if p]
+    view = os.environ.get("AUTOGRADER_VIEW", "")
     memory = int(os.environ.get("AUTOGRADER_MEMORY", "0") or 0)
-    log = os.environ.get("AUTOGRADER_SANDBOX_LOG")
-    workdir = os.getcwd()
+    scratch = int(os.environ.get("AUTOGRADER_SCRATCH_MB", "64") or 64) * 2**20
+    log = _open_log(os.environ.get("AUTOGRADER_SANDBOX_LOG"))
+    workdir = os.path.realpath(os.getcwd())
     kernel = [sys.executable, "-m", "ipykernel_launcher", *argv]
     env = dict(os.environ)
-    for name in ("AUTOGRADER_HIDE", "AUTOGRADER_MEMORY", "AUTOGRADER_SANDBOX_LOG"):
+    for name in ("AUTOGRADER_HIDE", "AUTOGRADER_KEEP", "AUTOGRADER_VIEW", "AUTOGRADER_MEMORY", "AUTOGRADER_SCRATCH_MB",
+                 "AUTOGRADER_SANDBOX_LOG", "AUTOGRADER_NOTES", "AUTOGRADER_SCRATCH_DIR", "PWD", "OLDPWD"):
         env.pop(name, None)
     env.update(PYTHONDONTWRITEBYTECODE="1")
+    if view:  # the kernel imports lib/ and autograder.probe from the view, before anything installed
+        env["PYTHONPATH"] = view
+        keep.append(view)
     state = {"namespaces": False, "limits": True, "pid": os.getpid()}
     isolated = False
     if sys.platform.startswith("linux"):
         try:
             connection = _private_connection_file(argv)
             fonts = _matplotlib_cache()
+            covered = hide + (_course_dirs() if view else [])
             _enter_namespaces()
             state["user_namespace"] = os.geteuid() != 0
-            _isolate_files(workdir, hide)
+            _isolate_files(workdir, covered, keep, scratch)
             isolated = True
             kernel = [sys.executable, "-m", "ipykernel_launcher", *_replace_connection(argv, connection)]
         except OSError as e:
@@ -227,6 +252,8 @@ def main(argv) -> None:
                 continue
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     _write_log(log, state)
+    # not the folder the grader writes its results to
+    os.chdir(tempfile.mkdtemp(prefix="kernel-", dir=os.environ.get("AUTOGRADER_SCRATCH_DIR") or None))
     apply_limits(memory)
     os.execve(sys.executable, kernel, env)
 
@@ -261,10 +288,15 @@ def _replace_connection(argv, connection):
     return argv
 
 
+def _open_log(path):
+    """The log file, opened now: once isolated, the kernel's launcher cannot reach the grader's folders."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600) if path else None
+
+
 def _write_log(log, state) -> None:
-    if log:
-        with open(log, "a") as f:
-            f.write(json.dumps(state) + "\n")
+    if log is not None:
+        os.write(log, (json.dumps(state) + "\n").encode())
+        os.close(log)
 
 
 if __name__ == "__main__":

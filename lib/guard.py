@@ -11,9 +11,19 @@ inside ``forbid(...)``:
   ``x.softmax``, ``F.softmax``, ``nn.Softmax``, ``torch.ops.aten._softmax``.
 - Reference functions and modules marked with ``@reference`` raise too.
 
-Code wrapped with ``trusted(fn)`` runs with the ban lifted: the checks hand
-such trusted versions of *earlier* exercises to the student's code, so a
-mistake in one exercise does not cost the points of the next.
+- Listed ``torch.nn`` modules and ``torch.nn.functional`` functions (say
+  ``nn.MultiheadAttention``) refuse to run: in training mode some of them
+  never reach a fused operator the dispatcher could catch.
+
+Code wrapped with ``trusted(fn)``, or run inside ``with lifted():``, runs with
+the ban lifted: the grader hands such trusted versions of *earlier* exercises
+to the student's code, so a mistake in one exercise does not cost the points
+of the next.
+
+The ban runs inside the student's kernel, so a determined student could
+switch it off; it is there to stop honest shortcuts with a clear message. The
+grader also reads every answer's source and flags code that reaches into
+PyTorch's internals for a person to look at (``autograder/scan.py``).
 """
 import contextlib
 import functools
@@ -84,28 +94,63 @@ def trusted(obj):
     return _lifted(obj)
 
 
+@contextlib.contextmanager
+def lifted():
+    """Run the block with every ban lifted (trusted code only)."""
+    _state["trusted_depth"] += 1
+    try:
+        yield
+    finally:
+        _state["trusted_depth"] -= 1
+
+
 def _lifted(fn):
     @functools.wraps(fn)
     def run_trusted(*args, **kwargs):
-        _state["trusted_depth"] += 1
-        try:
+        with lifted():
             return fn(*args, **kwargs)
-        finally:
-            _state["trusted_depth"] -= 1
 
     return run_trusted
 
 
+def _refuse_module(name):
+    def refused(*args, **kwargs):
+        if _state["trusted_depth"]:
+            return saved_forward(*args, **kwargs)
+        raise ForbiddenCall(f"this exercise asks you to build it yourself: PyTorch's built-in {name} "
+                            f"is not allowed here")
+    owner, attr = _owner(name)
+    saved_forward = getattr(owner, attr)
+    return owner, attr, saved_forward, refused
+
+
+def _owner(name):
+    """(object, attribute) of ``nn.X`` (its forward) or ``F.x``."""
+    prefix, _, rest = name.partition(".")
+    if prefix == "nn":
+        return getattr(torch.nn, rest), "forward"
+    if prefix == "F":
+        return torch.nn.functional, rest
+    raise ValueError(f"cannot ban {name!r}: name an nn module (nn.X) or a functional (F.x)")
+
+
 @contextlib.contextmanager
-def forbid(ops=(), references=()):
-    """Ban PyTorch operators whose name contains any word in ``ops`` and the
-    ``lib`` references named in ``references`` for the duration of the block."""
+def forbid(ops=(), references=(), modules=()):
+    """Ban PyTorch operators whose name contains any word in ``ops``, the ``lib``
+    references named in ``references`` and the ``torch.nn`` modules or
+    ``torch.nn.functional`` functions named in ``modules`` (``"nn.Transformer"``,
+    ``"F.multi_head_attention_forward"``) for the duration of the block."""
     saved = dict(_state)
     _state["banned_words"] = tuple(ops)
     _state["blocked"] = frozenset(references)
     _state["trusted_depth"] = 0
+    patched = [_refuse_module(name) for name in modules]
+    for owner, attr, _, refused in patched:
+        setattr(owner, attr, refused)
     try:
         with _BanOps():
             yield
     finally:
+        for owner, attr, original, _ in patched:
+            setattr(owner, attr, original)
         _state.update(saved)

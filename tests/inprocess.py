@@ -4,8 +4,9 @@ that nbgrader gives the same verdicts).
 
 The solution notebook runs once (as nbgrader would run it while grading, with
 NBGRADER_EXECUTION set); each submission then starts from a copy of that
-namespace, puts its code in one answer cell, and runs the graded cells from
-there on, as a kernel would after that cell.
+namespace, puts its code in one answer cell, and runs the judges of the graded
+cells from there on, with the kernel side in this process (``LocalTransport``:
+the same requests and replies as through a kernel, without one).
 """
 import contextlib
 import io
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from autograder import course
-from autograder.grading import exercise_of
+from autograder import checks, course
+from autograder.course import exercise_of
 
 
 @dataclass
@@ -76,17 +77,9 @@ class Notebook:
             for meta, source in self.cells[start:]:
                 if not self._is_test(meta):
                     continue
-                err = io.StringIO()
-                message = ""
-                with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(err):
-                    warnings.simplefilter("default")
-                    try:
-                        exec(compile(source, f"<{meta['grade_id']}>", "exec"), ns)
-                    except Exception as e:  # noqa: BLE001
-                        text = f"{type(e).__name__}: {e}".strip()
-                        message = text.splitlines()[0] if text else type(e).__name__
-                if not message and (err.getvalue() or caught):
-                    message = "the cell wrote to stderr: " + (err.getvalue() or str(caught[0].message))[:200]
+                message = checks.judge(self.aid, meta["grade_id"], checks.LocalTransport(ns)) or ""
+                if message:
+                    message = "AssertionError: " + message.splitlines()[0]
                 verdicts.append(Verdict(meta["grade_id"], exercise_of(meta["grade_id"], self.solutions),
                                         not message, message))
                 plt.close("all")

@@ -1,5 +1,120 @@
-"""Hidden checks, one module per notebook. Hidden test cells call them.
+"""Hidden tests: one package per notebook, one module per exercise, one function per graded cell.
 
-They live here, not in ``lib``, because ``lib`` ships to students and these
-checks (and the reference solutions they inject) must not.
+A graded test cell ``softmax_reference`` of notebook ``01_self_attention`` is
+judged by the function ``softmax_reference(k)`` in
+``autograder/checks/self_attention/`` (the notebook's id without its number).
+The function is the *judge side* of the test: it runs in the grader's process,
+builds the inputs, computes the expected values with trusted references,
+sends the student's code the inputs through ``k`` (a ``Kernel``, see
+``kernel.py``) and raises ``AssertionError`` with a message in the student's
+terms when the answer is wrong. The *kernel side* (``autograder/probe.py``)
+only runs the student's code on those inputs.
+
+Each notebook's package says, in its ``__init__``, what graded code may not
+call (``BANS``) and which references belong to which exercise
+(``REFERENCES``): a test of exercise X may inject the trusted references of
+exercises before X (so a mistake in ``softmax`` does not cost the points of
+``scaled_dot_product_attention``), never those of X or later ones.
+
+The checks live here, not in ``lib``: ``lib`` is what students receive.
 """
+import importlib
+import importlib.util
+import json
+import pkgutil
+from functools import lru_cache
+
+from autograder import course
+from autograder.course import exercise_of
+
+from .kernel import Bans, Kernel, LocalTransport, ProbeFailure, StudentError  # noqa: F401
+
+
+def package(aid: str):
+    """The checks package of an assignment: ``01_self_attention`` -> ``autograder.checks.self_attention``."""
+    return importlib.import_module(f"autograder.checks.{aid.split('_', 1)[1]}")
+
+
+@lru_cache(maxsize=None)
+def judges(aid: str) -> dict:
+    """grade_id -> judge function, for every graded test cell of the assignment."""
+    pkg = package(aid)
+    found = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for name, fn in vars(module).items():
+            if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and name in graded_cells(aid):
+                found[name] = fn
+    return found
+
+
+@lru_cache(maxsize=None)
+def graded_cells(aid: str) -> tuple:
+    """grade_ids of the graded test cells (not written answers) of the source notebook, in order."""
+    nb = json.loads(course.source_notebook(aid).read_text())
+    return tuple(c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
+                 if c["metadata"].get("nbgrader", {}).get("grade") and not c["metadata"]["nbgrader"].get("solution"))
+
+
+@lru_cache(maxsize=None)
+def exercises(aid: str) -> tuple:
+    """grade_ids of the answer cells (the exercises), in order."""
+    nb = json.loads(course.source_notebook(aid).read_text())
+    return tuple(c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
+                 if c["metadata"].get("nbgrader", {}).get("solution"))
+
+
+@lru_cache(maxsize=None)
+def _sources(aid: str) -> tuple:
+    """(module name, source) of the trusted code the kernel may need: the notebook's reference modules, then
+    its fixtures (kernel-side helpers the judges build, listed in the package's FIXTURES)."""
+    names = [f"lib.{m}" for m in course.REFERENCE_MODULES.get(aid, ())] + list(getattr(package(aid), "FIXTURES", ()))
+    out = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        out.append((name, open(spec.origin).read()))
+    return tuple(out)
+
+
+def kernel_for(aid: str, grade_id: str, transport) -> Kernel:
+    """The Kernel a judge of ``grade_id`` works with: the notebook's bans, and trusted references of the
+    exercises before this one only."""
+    pkg = package(aid)
+    owners = pkg.REFERENCES  # exercise -> the names of its references
+    exercise = exercise_of(grade_id, exercises(aid))
+    order = list(owners)
+    later = order[order.index(exercise):] if exercise in order else []
+    drop = [name for ex in later for name in owners[ex]]
+    return Kernel(transport, pkg.BANS, _sources(aid), drop)
+
+
+def judge(aid: str, grade_id: str, transport) -> str | None:
+    """Run the judge of one graded cell: None when it passes, else the failure message.
+
+    Raises ``ProbeFailure`` when the kernel stopped answering (the caller says why).
+    """
+    fn = judges(aid)[grade_id]
+    k = kernel_for(aid, grade_id, transport)
+    try:
+        fn(k)
+    except AssertionError as e:
+        return str(e) or "the check failed"
+    finally:
+        try:
+            k.reset()
+        except ProbeFailure:
+            pass
+    return None
+
+
+def grade_here(aid: str, grade_id: str, namespace: dict) -> None:
+    """Judge a graded cell inside the student's own kernel (what a hidden test cell does when stock
+    nbgrader runs it without the course's configuration): raises AssertionError when it fails.
+
+    Here the judge shares a process with the student's code, which could tamper with it; the course's
+    own grading (``python -m autograder check`` / ``grade``, and nbgrader with the course's
+    configuration) runs the judge outside the kernel instead.
+    """
+    message = judge(aid, grade_id, LocalTransport(namespace))
+    if message is not None:
+        raise AssertionError(message)

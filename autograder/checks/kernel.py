@@ -1,0 +1,317 @@
+"""The judge's end of the channel to the student's kernel.
+
+A judge (one hidden test) holds a ``Kernel``. Each method is one request to
+the kernel side (``autograder.probe``), and what comes back is data: tensors,
+plain Python values, or a ``Remote`` handle for an object that stayed in the
+kernel. The judge never runs student code itself and the kernel never sees an
+expected value.
+
+Two transports carry the requests:
+
+- ``RemoteTransport`` (``autograder/execute.py``): each request is executed in
+  the sandboxed kernel and its reply read from the kernel's messages; the judge
+  runs in the grader's process. This is how ``check`` and ``grade`` work;
+- ``LocalTransport``: the kernel side runs in this same process, on a namespace
+  (the test suite's fast path, and stock nbgrader without the course's
+  configuration, where the judge can only run inside the kernel).
+"""
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from autograder import probe
+
+
+class ProbeFailure(RuntimeError):
+    """The kernel did not answer a request (time limit, a dead kernel, an unreadable reply)."""
+
+
+class StudentError(AssertionError):
+    """The student's code raised. ``types`` names the exception's classes (``ValueError`` ...)."""
+
+    def __init__(self, message: str, kind: str, types: list, raw: str):
+        super().__init__(message)
+        self.kind, self.types, self.raw = kind, types, raw
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An object in the student's kernel: a name of the notebook or a handle, then attribute names."""
+    root: tuple  # ("global", name), ("handle", number) or ("import", module)
+    path: tuple = ()
+    type: str = ""
+    module: bool = False  # an nn.Module
+    callable: bool = False
+    tensor_subclass: bool = False
+
+    def attr(self, *names: str) -> "Remote":
+        return Remote(self.root, self.path + tuple(n for name in names for n in name.split(".")), "", False, True)
+
+    def ref(self) -> dict:
+        return {"$": "ref", self.root[0]: self.root[1], "path": list(self.path)}
+
+    @property
+    def description(self) -> str:
+        """What it is, for a message: 'a SelfAttention', 'a Liar (a subclass of torch.Tensor ...)'."""
+        short = self.type.rsplit(".", 1)[-1] or "object"
+        if self.tensor_subclass:
+            return f"a {short} (a subclass of torch.Tensor: return a plain torch.Tensor)"
+        return f"a {short}"
+
+
+@dataclass
+class Trace:
+    """A call's value, with what was recorded along the way."""
+    value: object
+    seconds: float  # wall time of the request, measured by the judge
+    ops: list = field(default_factory=list)  # (operator, device of its output, shape of its output)
+    grads: dict | None = None  # {"args": [...], "params": {name: grad}}
+    args: list | None = None  # the arguments as they were after the call (with ``args_after``)
+
+
+@dataclass
+class TensorInfo:
+    shape: tuple
+    dtype: str
+    device: str
+    requires_grad: bool
+    type: str
+
+
+@dataclass
+class ModuleInfo:
+    """What ``Kernel.describe`` tells about an object: type, base classes, and for a module its training
+    flag, submodules, parameters, buffers, other tensor attributes and simple attributes."""
+    type: str
+    bases: list
+    oid: int = 0
+    training: bool = False
+    children: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    buffers: dict = field(default_factory=dict)
+    tensors: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+    is_module: bool = False
+
+    @classmethod
+    def of(cls, data: dict) -> "ModuleInfo":
+        def tensors(d):
+            return {k: TensorInfo(tuple(v["shape"]), v["dtype"], v["device"], v["requires_grad"], v["type"])
+                    for k, v in (d or {}).items()}
+        return cls(data["type"], data["bases"], data.get("oid", 0), data.get("training", False),
+                   {k: cls.of(v) for k, v in (data.get("children") or {}).items()}, tensors(data.get("params")),
+                   tensors(data.get("buffers")), tensors(data.get("tensors")), dict(data.get("attrs") or {}),
+                   "oid" in data)
+
+    @property
+    def name(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+    def isa(self, qualified: str) -> bool:
+        """``info.isa("torch.nn.modules.linear.Linear")``, or a short name such as ``"Linear"``."""
+        return any(b == qualified or b.rsplit(".", 1)[-1] == qualified for b in self.bases)
+
+    def find(self, path: str):
+        """The submodule at ``path`` ('self_attn.w_q'), or None."""
+        node = self
+        for name in path.split("."):
+            node = node.children.get(name) if node else None
+        return node
+
+    def all_params(self, prefix: str = "") -> dict:
+        """Every parameter, by dotted name, as ``named_parameters()`` lists them (shared ones once)."""
+        out, seen = {}, set()
+
+        def walk(node, pre):
+            if node.oid in seen:
+                return
+            seen.add(node.oid)
+            for name, t in node.params.items():
+                out[pre + name] = t
+            for name, child in node.children.items():
+                walk(child, f"{pre}{name}.")
+        walk(self, prefix)
+        return out
+
+
+@dataclass(frozen=True)
+class Bans:
+    """What graded code of a notebook may not call: PyTorch operators whose name contains one of ``ops``,
+    the course's references named in ``references``, and torch modules or functionals in ``modules``."""
+    ops: tuple = ()
+    references: tuple = ()
+    modules: tuple = ()
+
+
+class Kernel:
+    """The student's kernel, as a judge sees it.
+
+    ``bans`` apply to every call of student code; ``trusted_sources`` lists the
+    trusted modules (name, source) that ``reference`` may load into the kernel,
+    and ``drop`` the names to remove from them (the references of the
+    exercise being graded and of every later one).
+    """
+
+    def __init__(self, transport, bans: Bans = Bans(), trusted_sources=(), drop=()):
+        self.transport, self.bans = transport, bans
+        self.trusted_sources, self.drop = list(trusted_sources), list(drop)
+        self._trusted = None
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def _request(self, message: dict, tensors: dict | None = None):
+        text = probe.pack(message, tensors or {})
+        start = time.perf_counter()
+        reply_text = self.transport(text)
+        seconds = time.perf_counter() - start
+        try:
+            reply, reply_tensors = probe.unpack(reply_text)
+            decode = probe.Decoder(reply_tensors, handle=_remote)
+            if reply.get("ok") is True:
+                return {k: decode(v) for k, v in reply.items() if k not in ("ok",)}, seconds
+            if isinstance(reply.get("error"), dict):
+                return {"error": _error_info(reply["error"])}, seconds
+            fault = str(reply.get("fault", "no answer"))[:500]
+        except Exception as e:  # noqa: BLE001 - a reply that cannot be read counts as no reply
+            raise ProbeFailure(f"the kernel's reply could not be read ({type(e).__name__}: {str(e)[:200]})") from None
+        raise ProbeFailure(f"the kernel could not run the check's request: {fault}")
+
+    def call(self, what: str, target, *args, hint: str = "", inject=None, seed=None, no_grad=False, **kwargs):
+        """``target(*args, **kwargs)`` in the kernel, as graded code; its value. When the student's code
+        raises, a ``StudentError`` (an AssertionError) says which call broke and, with ``hint``, why."""
+        return self.trace(what, target, *args, hint=hint, inject=inject, seed=seed, no_grad=no_grad,
+                          **kwargs).value
+
+    def trace(self, what: str, target, *args, hint: str = "", inject=None, seed=None, no_grad=False,
+              backward=None, watch=False, args_after=False, trusted=False, **kwargs) -> Trace:
+        """Like ``call``; also records the operators run (``watch``), the gradients of sum(output * backward)
+        with respect to tensor arguments marked ``grad(t)`` and the target's parameters, or the arguments as
+        the call left them (``args_after``). ``trusted``: the judge's own code, run without the bans."""
+        enc = _Encoder()
+        message = {"op": "call", "target": target.ref(), "args": enc(list(args)), "kwargs": enc(kwargs),
+                   "inject": enc(dict(inject or {})),
+                   "ban": {"ops": list(self.bans.ops), "references": list(self.bans.references),
+                           "modules": list(self.bans.modules)},
+                   "seed": seed, "no_grad": no_grad, "watch": watch, "args_after": args_after, "trusted": trusted,
+                   "backward": enc(backward) if backward is not None else None}
+        _mark_grads(message["args"], args)
+        reply, seconds = self._request(message, enc.tensors)
+        if "error" in reply:
+            raise _student_error(what, reply["error"], hint)
+        return Trace(reply["v"], seconds, reply.get("ops") or [], reply.get("grads"), reply.get("args"))
+
+    def build(self, what: str, target, *args, seed=None, **kwargs):
+        """An object of the judge's own (a trusted reference or fixture class) built in the kernel, without
+        the bans; pass it to student code, after ``lift``-ing the methods student code will call."""
+        return self.trace(what, target, *args, seed=seed, trusted=True, **kwargs).value
+
+    def get(self, target: Remote):
+        """The value of ``target`` (an attribute path), as data; objects come back as handles."""
+        reply, _ = self._request({"op": "get", "target": target.ref()})
+        if "error" in reply:
+            raise _student_error(f"reading {'.'.join(target.path) or 'it'}", reply["error"], "")
+        return reply["v"]
+
+    def describe(self, target: Remote) -> ModuleInfo:
+        reply, _ = self._request({"op": "describe", "target": target.ref()})
+        if "error" in reply:
+            raise _student_error(f"reading {'.'.join(target.path) or 'it'}", reply["error"], "")
+        return ModuleInfo.of(reply["v"])
+
+    def load(self, target: Remote, tensors: dict) -> list:
+        """Copy ``{"w_q.weight": tensor, ...}`` into the target's parameters; the problems, if any."""
+        enc = _Encoder()
+        reply, _ = self._request({"op": "load", "target": target.ref(), "values": enc(dict(tensors))}, enc.tensors)
+        if "error" in reply:
+            raise _student_error("copying weights into it", reply["error"], "")
+        return [why for _, why in reply["v"]]
+
+    def lift(self, target: Remote, *methods: str) -> None:
+        """Make the named methods of an object the judge built run trusted (with the bans lifted)."""
+        self._request({"op": "lift", "target": target.ref(), "methods": list(methods)})
+
+    def reaches(self, target: Remote, *modules: str) -> bool:
+        """Whether the function (or a notebook function it calls) uses any of ``modules``."""
+        reply, _ = self._request({"op": "reaches", "target": target.ref(), "modules": list(modules)})
+        return bool(reply.get("v"))
+
+    def reset(self) -> None:
+        """Forget every handle (done after each hidden test)."""
+        self._request({"op": "reset"})
+        self._trusted = None
+
+    # -- names ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def student(name: str) -> Remote:
+        """A name the notebook defines (the student's function or class)."""
+        return Remote(("global", name), (), "", False, True)
+
+    def trusted(self, module: str) -> Remote:
+        """A trusted module in the kernel (a reference module of this or an earlier notebook, or a fixture),
+        loaded from the grader's own copy, without the references of this exercise and later ones."""
+        if self._trusted is None:
+            reply, _ = self._request({"op": "trusted", "modules": [list(m) for m in self.trusted_sources],
+                                      "drop": self.drop})
+            self._trusted = reply["v"]
+        if module in self._trusted:
+            return self._trusted[module]
+        return Remote(("import", module), (), "module", False, False)  # an earlier notebook's, in the kernel's lib
+
+    def reference(self, qualified: str) -> Remote:
+        """``reference("lib.self_attention.softmax")``: a trusted reference, to inject for an earlier exercise."""
+        module, _, name = qualified.rpartition(".")
+        return self.trusted(module).attr(name)
+
+
+def grad(t: torch.Tensor) -> torch.Tensor:
+    """Mark an argument of ``Kernel.trace`` whose gradient is wanted."""
+    return t.detach().clone().requires_grad_(True)
+
+
+def _mark_grads(encoded_args: dict, args) -> None:
+    for data, arg in zip(encoded_args["v"], args):
+        if torch.is_tensor(arg) and arg.requires_grad and isinstance(data, dict) and data.get("$") == "tensor":
+            data["grad"] = True
+
+
+class _Encoder(probe.Encoder):
+    """The judge's encoder: a ``Remote`` among the arguments becomes a reference the kernel resolves."""
+
+    def __call__(self, obj, depth: int = 0):
+        if isinstance(obj, Remote):
+            return obj.ref()
+        return super().__call__(obj, depth)
+
+
+def _remote(data: dict) -> Remote:
+    return Remote(("handle", int(data["handle"])), (), str(data.get("type", "")), bool(data.get("module")),
+                  bool(data.get("callable")), bool(data.get("tensor_subclass"))) \
+        if isinstance(data.get("handle"), int) else Remote(("none", 0), (), str(data.get("type", "")))
+
+
+def _error_info(data: dict) -> dict:
+    return {"type": str(data.get("type", "Exception"))[:100], "types": [str(t)[:100] for t in data.get("types", [])][:20],
+            "message": str(data.get("message", ""))[:2000]}
+
+
+def _student_error(what: str, info: dict, hint: str) -> StudentError:
+    kind, types, message = info["type"], info["types"], info["message"]
+    if "ForbiddenCall" in types:
+        text = f"{what}: {message}"
+    elif "NotImplementedError" in types:
+        text = f"{what} is not implemented yet (it raises NotImplementedError)"
+    else:
+        text = f"{what} raised {kind}: {message}" + (f". {hint}" if hint else "")
+    return StudentError(text, kind, types, message)
+
+
+class LocalTransport:
+    """Serve requests in this process, on ``namespace`` (the judge then runs where the student's code does)."""
+
+    def __init__(self, namespace: dict):
+        self.namespace, self.state = namespace, {}
+
+    def __call__(self, text: str) -> str:
+        return probe.handle(text, self.namespace, self.state)

@@ -1,0 +1,118 @@
+"""scaled_dot_product_attention(q, k, v, mask=None) -> (output, weights)."""
+import math
+
+import torch
+
+from lib.testing import assert_close, is_close
+
+from ..common import seeded, unpack_pair
+from . import BATCH_HINT, expected_attention
+
+
+def _scaling_hints(q, k, v):
+    raw = q @ k.transpose(-2, -1)
+    d_k, d_v = q.shape[-1], v.shape[-1]
+    hints = {
+        "scores are divided by d_k; divide by sqrt(d_k)": torch.softmax(raw / d_k, -1),
+        "scores are not scaled; divide them by sqrt(d_k)": torch.softmax(raw, -1),
+        "the softmax is over the queries (dim -2); the weights of each query must sum to 1 over the keys (dim -1)":
+            torch.softmax(raw / math.sqrt(d_k), -2),
+    }
+    if d_v != d_k:
+        hints["scores are divided by sqrt(d_v), the size of the values; use d_k, the size of queries and keys"] = \
+            torch.softmax(raw / math.sqrt(d_v), -1)
+    w = torch.softmax(raw / math.sqrt(d_k), -1)
+    hints["the weights are transposed: rows are queries (T_q) and columns are keys (T_k)"] = w.transpose(-2, -1)
+    return hints
+
+
+def _case(g, lead, t_q, t_k, d_k, d_v, dtype=torch.float32):
+    q = torch.randn(*lead, t_q, d_k, generator=g, dtype=dtype)
+    key = torch.randn(*lead, t_k, d_k, generator=g, dtype=dtype)
+    v = torch.randn(*lead, t_k, d_v, generator=g, dtype=dtype)
+    return q, key, v
+
+
+def _attend(k, what, q, key, v, mask=None, hint=""):
+    fn = k.student("scaled_dot_product_attention")
+    trusted = {"softmax": k.reference("lib.self_attention.softmax")}
+    kwargs = {} if mask is None else {"mask": mask}
+    return unpack_pair(k.call(what, fn, q, key, v, hint=hint, inject=trusted, **kwargs), what)
+
+
+def scaled_dot_product_attention_reference(k):
+    """Equals PyTorch's attention for any leading dims, T_q != T_k and d_v != d_k, for large scores,
+    in float32 and float64."""
+    g = seeded(3)
+    cases = [((), 3, 5, 4, 6), ((2,), 4, 4, 8, 8), ((2, 3), 3, 6, 4, 5), ((2,), 5, 5, 16, 2)]
+    for lead, t_q, t_k, d_k, d_v in cases:
+        q, key, v = _case(g, lead, t_q, t_k, d_k, d_v)
+        q = q * 2  # larger scores make a missing or wrong scale visible
+        out_ref, w_ref = expected_attention(q, key, v)
+        what = f"scaled_dot_product_attention(q {tuple(q.shape)}, k {tuple(key.shape)}, v {tuple(v.shape)})"
+        out, w = _attend(k, what, q, key, v, hint=BATCH_HINT if lead else "")
+        assert_close(w, w_ref, f"weights of {what}", hints=_scaling_hints(q, key, v))
+        assert_close(out, out_ref, f"output of {what}")
+    q, key, v = _case(g, (2,), 4, 6, 8, 3)
+    q, key = q * 30, key * 30  # scores in the thousands: exp overflows unless the softmax is stable
+    out_ref, _ = expected_attention(q, key, v)
+    out, _ = _attend(k, "attention with large scores", q, key, v)
+    if torch.is_tensor(out) and not torch.isfinite(out).all():
+        raise AssertionError("attention gives NaN or inf when the scores are large (in the thousands): "
+                             "compute the weights with your stable softmax, not with exp directly")
+    assert_close(out, out_ref, "output of attention with large scores", atol=1e-4)
+    q, key, v = _case(g, (2,), 3, 4, 4, 4, dtype=torch.float64)
+    out_ref, _ = expected_attention(q, key, v)
+    out, _ = _attend(k, "attention on float64 inputs", q, key, v)
+    assert_close(out, out_ref, "output for float64 inputs (keep the inputs' dtype)", atol=1e-9)
+
+
+def _mask_diagnosis(w, w_unmasked, mask, what):
+    """Name the usual masking mistakes before comparing values."""
+    if not torch.is_tensor(w) or w.shape != w_unmasked.shape:
+        return  # the shape check that follows explains this
+    leak = (w.nan_to_num(1.0).abs() * (~mask)).amax().item()
+    if leak > 1e-6:
+        if is_close(w, w_unmasked):
+            raise AssertionError(f"{what}: the mask is ignored; fill the masked scores with -inf before the softmax")
+        raise AssertionError(
+            f"{what}: weights are non-zero where the mask is False. True in the mask means 'may attend': "
+            f"fill the scores where the mask is False (~mask) with -inf, not where it is True")
+    sums = w.sum(-1)
+    if torch.isfinite(sums).all() and not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        raise AssertionError(
+            f"{what}: the rows of the weights do not sum to 1. Apply the mask to the scores before the "
+            f"softmax (masked scores become -inf), not to the weights after it")
+
+
+def scaled_dot_product_attention_mask(k):
+    """Boolean masks (True = may attend) broadcast like PyTorch's: causal, padding, and both with heads;
+    with T_q != T_k, a masked key's value cannot change the output."""
+    g = seeded(4)
+    t = 5
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    lengths = torch.tensor([5, 3])
+    padding = (torch.arange(t)[None, :] < lengths[:, None])[:, None, :]  # (B, 1, T_k)
+    cross = (torch.arange(6)[None, :] < torch.tensor([6, 4])[:, None])[:, None, :]  # (B, 1, T_k) with T_k = 6
+    cases = [
+        ("a causal mask (T, T)", (2,), t, causal),
+        ("a padding mask (B, 1, T_k)", (2,), t, padding),
+        ("causal & padding with heads (B, 1, T, T)", (2, 3), t, (causal & padding)[:, None]),
+        ("a padding mask (B, 1, T_k) with T_q = 3 queries and T_k = 6 keys", (2,), 6, cross),
+    ]
+    for name, lead, t_k, mask in cases:
+        t_q = 3 if t_k != t else t
+        q, key, v = _case(g, lead, t_q, t_k, 4, 3)
+        out_ref, w_ref = expected_attention(q, key, v, mask)
+        w_unmasked = torch.softmax(q @ key.transpose(-2, -1) / 2.0, -1)
+        what = f"attention with {name}"
+        out, w = _attend(k, what, q, key, v, mask)
+        _mask_diagnosis(w, w_unmasked, mask, what)
+        assert_close(w, w_ref, f"weights of {what}")
+        assert_close(out, out_ref, f"output of {what}")
+        v2 = v.clone()
+        v2[..., -1, :] += 100.0  # change a value only some queries may see
+        out2, _ = _attend(k, what, q, key, v2, mask)
+        sees_last = mask.expand(w_ref.shape)[..., -1]
+        assert_close(out2[~sees_last], out[~sees_last],
+                     f"output of queries that may not see the last key, with {name}, after changing that key's value")

@@ -1,0 +1,38 @@
+"""simple_self_attention(x): softmax(X X^T) X, with no parameters."""
+import math
+
+import torch
+
+from lib.testing import assert_close
+
+from ..common import seeded
+from . import BATCH_HINT
+
+
+def _hints(x):
+    scores = x @ x.transpose(-2, -1)
+    return {
+        "you returned the attention weights: multiply them by X to get the outputs": torch.softmax(scores, -1),
+        "the softmax is over the queries (dim -2); each row of weights must sum to 1 over the keys (dim -1)":
+            torch.softmax(scores, -2) @ x,
+        "the parameter-free version has no scaling: softmax(X X^T) X, not divided by sqrt(d)":
+            torch.softmax(scores / math.sqrt(x.shape[-1]), -1) @ x,
+    }
+
+
+def simple_self_attention_reference(k):
+    """Equals softmax(X X^T) X for one sequence, a batch, and a batch of heads; is permutation equivariant."""
+    fn = k.student("simple_self_attention")
+    trusted = {"softmax": k.reference("lib.self_attention.softmax")}
+    g = seeded(2)
+    for shape in [(4, 3), (2, 5, 3), (2, 3, 4, 5)]:
+        x = torch.randn(shape, generator=g)
+        expected = torch.softmax(x @ x.transpose(-2, -1), -1) @ x
+        what = f"simple_self_attention(x of shape {shape})"
+        actual = k.call(what, fn, x, hint=BATCH_HINT if len(shape) > 2 else "", inject=trusted)
+        assert_close(actual, expected, what, hints=_hints(x))
+    x = torch.randn(2, 6, 4, generator=g)
+    perm = torch.randperm(6, generator=g)
+    out = k.call("simple_self_attention(x)", fn, x, inject=trusted)
+    out_perm = k.call("simple_self_attention(x[:, perm])", fn, x[:, perm], inject=trusted)
+    assert_close(out_perm, out[:, perm], "output for permuted inputs (permutation equivariance)")
