@@ -104,16 +104,16 @@ def student_id_problem(folder: Path) -> str:
     return ""
 
 
-def cmd_grade(args) -> int:
-    submitted, out = Path(args.submitted).resolve(), Path(args.out).resolve()
+def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True):
+    """Grade a folder laid out like nbgrader's submitted/ and write every output into ``out``: grades.csv,
+    report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders)."""
+    submitted, out = Path(submitted).resolve(), Path(out).resolve()
     found, missing, refused = find_submissions(submitted)
     for folder, why in refused:
         print(f"NOT GRADED: {ascii(str(folder))}: {why}", file=sys.stderr)
-    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                    memory=args.memory_mb * 2**20)
-    print(f"grading {len(found)} notebooks from {submitted} with {args.jobs} workers")
+    out.mkdir(parents=True, exist_ok=True)
     autograded = out / "autograded"
-    results = grade_many(found, jobs=args.jobs, keep_autograded=autograded, limits=limits, progress=True,
+    results = grade_many(found, jobs=jobs, keep_autograded=autograded, limits=limits, progress=progress,
                          hide=[submitted, out])
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
@@ -124,11 +124,22 @@ def cmd_grade(args) -> int:
     for r in results:
         write_feedback(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb",
                        out / "feedback" / r.student / f"{r.assignment}.html", root=out)
+    return results, refused
+
+
+def cmd_grade(args) -> int:
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                    memory=args.memory_mb * 2**20)
+    print(f"grading {args.submitted} with {args.jobs} workers")
+    out = Path(args.out).resolve()
+    results, refused = grade_class(Path(args.submitted), out, args.jobs, limits)
     for r in sorted(results, key=lambda r: (r.student, r.assignment)):
         mark = "  REVIEW" if needs_review(r) else ""
         print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}{mark}"
               + (f"  ({r.error})" if r.error else ""))
     print(f"\n{class_summary(results)}\n")
+    if refused:
+        print(f"{len(refused)} folder(s) NOT GRADED (see above and report.txt)")
     print(f"wrote {out / 'grades.csv'}, report.txt, summary.txt, summary.png and feedback/ (hidden tests redacted)")
     return 0
 

@@ -7,7 +7,6 @@ hidden tests, no autograder.
 """
 import ast
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
@@ -43,10 +42,11 @@ packages = ["lib"]
 """
 
 
-def _pyproject() -> dict:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # Python 3.10
+def pyproject() -> dict:
+    """The course's pyproject.toml."""
+    try:
+        import tomllib  # novermin: Python 3.10 takes tomli, below
+    except ModuleNotFoundError:
         import tomli as tomllib
     return tomllib.loads((course.ROOT / "pyproject.toml").read_text())
 
@@ -87,22 +87,40 @@ VIEW_README = ('"""The grader, as the student\'s kernel sees it: only the side t
                'grader\'s inputs (probe) and the plotting backend. The hidden tests are not here."""\n')
 
 
+WITHHELD = ("lib.{module} holds reference solutions of notebook {owner}, which are not available while "
+            "{assignment} is graded: write the exercise yourself")
+
+
+def withheld(assignment: str) -> dict:
+    """lib module -> why it cannot be imported while ``assignment`` is graded (it holds references of this
+    notebook or a later one)."""
+    given = set(lib_modules_for(assignment))
+    return {m: WITHHELD.format(module=m, owner=OWNER.get(m) or sorted(OWNER[r] for r in needs(m))[-1],
+                               assignment=assignment)
+            for m in sorted(p.stem for p in LIB.glob("*.py")) if m not in given}
+
+
 def student_view(assignment: str, folder: Path) -> Path:
     """The folder a kernel grading ``assignment`` imports from (``PYTHONPATH``): ``lib/`` as the student
-    has it (the references of earlier notebooks only) and the kernel side of ``autograder``."""
+    has it (the references of earlier notebooks only; the other modules say why they are missing) and the
+    kernel side of ``autograder``."""
     folder = Path(folder)
     (folder / "lib").mkdir(parents=True, exist_ok=True)
     for m in lib_modules_for(assignment):
         shutil.copyfile(LIB / f"{m}.py", folder / "lib" / f"{m}.py")
-    (folder / "autograder").mkdir(exist_ok=True)
+    for m, why in withheld(assignment).items():
+        (folder / "lib" / f"{m}.py").write_text(f"raise ImportError({why!r})\n")
+    (folder / "autograder" / "checks").mkdir(parents=True, exist_ok=True)
     (folder / "autograder" / "__init__.py").write_text(VIEW_README)
+    (folder / "autograder" / "checks" / "__init__.py").write_text(
+        "raise ImportError('the hidden tests run in the grader, not in the kernel')\n")
     for name in KERNEL_SIDE:
         shutil.copyfile(Path(__file__).parent / name, folder / "autograder" / name)
     return folder
 
 
 def _student_dependencies() -> list[str]:
-    deps = _pyproject()["project"]["dependencies"]
+    deps = pyproject()["project"]["dependencies"]
     return [d for d in deps if not d.startswith(("nbgrader", "nbformat", "nbclient", "safetensors", "tomli"))]
 
 
@@ -117,7 +135,7 @@ def bundle(upto: str, out: Path) -> list[str]:
     files = {f"notebooks/{a}/{a}.ipynb": course.release_notebook(a).read_bytes() for a in chosen}
     files |= {f"lib/{m}.py": (LIB / f"{m}.py").read_bytes() for m in lib_modules_for(last)}
     files["README.md"] = STUDENT_README.format(first=chosen[0], last=last).encode()
-    version = _pyproject()["project"]["version"]
+    version = pyproject()["project"]["version"]
     deps = "[" + ", ".join(f'"{d}"' for d in _student_dependencies()) + "]"
     files["pyproject.toml"] = STUDENT_PYPROJECT.format(version=version, dependencies=deps).encode()
     out = Path(out)

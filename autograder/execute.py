@@ -86,7 +86,8 @@ class GuardedExecute(Execute):
 
     def _note(self, cell, text: str) -> None:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        self._notes.append({"grade_id": gid, "note": text})
+        index = next((i for i, c in enumerate(self.nb.cells) if c is cell), None)
+        self._notes.append({"grade_id": gid, "note": text, **({"index": index} if index is not None else {})})
 
     def _get_timeout(self, cell):
         end = self._deadline if self._judge_deadline is None else min(self._deadline, self._judge_deadline)

@@ -268,7 +268,8 @@ def _resolve(ref: dict, namespace: dict, handles: dict):
     if "global" in ref:
         name = ref["global"]
         if name not in namespace:
-            raise Raised(NameError(f"name {name!r} is not defined: did you run its cell?"))
+            raise Raised(NameError(f"name {name!r} is not defined: its cell did not define it (did the cell stop "
+                                   f"with an error, say on an import?)"))
         obj = namespace[name]
     elif "import" in ref:  # a module the kernel has, such as a reference module of an earlier notebook
         import importlib
@@ -371,7 +372,7 @@ def _call(message, value, namespace, handles) -> str:
             out = target(*args, **kwargs)
             if upstream is not None:
                 extra["grads"] = _backward(out, upstream, args, target)
-        except Exception as e:  # noqa: BLE001 - whatever the student's code raises is reported as data
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - whatever the student's code raises is data
             raise Raised(e) from None
         extra["seconds"] = time.perf_counter() - start
     if message.get("args_after"):
@@ -428,7 +429,7 @@ def _describe(message, value, namespace, handles) -> str:
 def describe(obj, seen: dict | None = None, depth: int = 0) -> dict:
     """A module (or any object) as data: its type and base classes, and for a module its training flag,
     submodules, parameters, buffers, other tensors and simple attributes. A module met again is named by
-    its ``oid`` only (so shared submodules can be told apart from equal ones)."""
+    its ``oid`` only (so shared submodules can be told apart from equal ones); tensors carry an ``oid`` too."""
     seen = {} if seen is None else seen
     info = {"type": type_name(obj), "bases": [type_name_of(c) for c in type(obj).__mro__], "callable": callable(obj)}
     if not isinstance(obj, torch.nn.Module):
@@ -437,18 +438,19 @@ def describe(obj, seen: dict | None = None, depth: int = 0) -> dict:
         return {**info, "oid": seen[id(obj)], "repeat": True}
     seen[id(obj)] = info["oid"] = len(seen) + 1
     info["training"] = bool(obj.training)
+    # every name a submodule is registered under (named_children would skip a second name for one module)
     info["children"] = {} if depth > 8 else {name: describe(m, seen, depth + 1)
-                                             for name, m in list(obj.named_children())[:200]}
-    info["params"] = {name: _tensor_info(p) for name, p in list(obj.named_parameters(recurse=False))[:200]
+                                             for name, m in list(obj._modules.items())[:200] if m is not None}
+    info["params"] = {name: _tensor_info(p, seen) for name, p in list(obj._parameters.items())[:200]
                       if p is not None}
-    info["buffers"] = {name: {**_tensor_info(b), "persistent": name not in obj._non_persistent_buffers_set}
-                       for name, b in list(obj.named_buffers(recurse=False))[:200] if b is not None}
+    info["buffers"] = {name: {**_tensor_info(b, seen), "persistent": name not in obj._non_persistent_buffers_set}
+                       for name, b in list(obj._buffers.items())[:200] if b is not None}
     info["tensors"], info["attrs"] = {}, {}
     for name, v in list(vars(obj).items())[:500]:
         if name.startswith("_") or name == "training":
             continue
         if torch.is_tensor(v):
-            info["tensors"][name] = _tensor_info(v)
+            info["tensors"][name] = _tensor_info(v, seen)
         elif type(v) in SCALARS and (type(v) is not str or len(v) < 200):
             info["attrs"][name] = v
     return info
@@ -458,9 +460,11 @@ def type_name_of(cls) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _tensor_info(t) -> dict:
+def _tensor_info(t, seen: dict) -> dict:
+    """Shape, dtype, device, and an ``oid`` shared by every name of the same tensor (shared parameters)."""
+    oid = seen.setdefault(("tensor", id(t)), len(seen) + 1)
     return {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": t.device.type,
-            "requires_grad": bool(t.requires_grad), "type": type_name(t)}
+            "requires_grad": bool(t.requires_grad), "type": type_name(t), "oid": oid}
 
 
 def _trusted(message, value, namespace, handles) -> str:

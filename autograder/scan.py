@@ -24,6 +24,7 @@ in report.txt, with each reason. No correct solution of the course is
 flagged (a test checks it).
 """
 import ast
+import threading
 
 MODULES = {"ctypes": "raw memory access (ctypes)", "gc": "the garbage collector (gc)",
            "subprocess": "starting other programs (subprocess)", "importlib": "the import machinery (importlib)",
@@ -71,10 +72,19 @@ DUNDERS = {"__eq__", "__ne__", "__bool__", "__lt__", "__le__", "__gt__", "__ge__
            "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__del__", "__init_subclass__",
            "__class_getitem__", "__set_name__"}
 TORCH_ROOTS = {"torch", "F", "nn"}
+GUARD = "the course's ban on built-ins (lib.guard: trusted, lifted, forbid)"
 
 
 def suspicious(source: str) -> list[str]:
     """One line per suspicious construct in ``source``: 'line N: what'."""
+    with _PARSING:  # CPython 3.11 before 3.11.8 can fail parsing in two threads at once (gh-106905)
+        return _suspicious(source)
+
+
+_PARSING = threading.Lock()
+
+
+def _suspicious(source: str) -> list[str]:
     python, magic = _as_python(source)
     found = [f"line {n}: IPython magic or shell command ({what})" for n, what in magic]
     try:
@@ -98,6 +108,8 @@ def suspicious(source: str) -> list[str]:
                     add(node, MODULES[name.split(".")[0]])
                 if any(part.startswith("_") for part in name.split(".")):
                     add(node, f"a private module ({name})")
+                if name == "lib.guard" or name == "lib" and any(a.name == "guard" for a in node.names):
+                    add(node, GUARD)
             if isinstance(node, ast.ImportFrom):
                 for a in node.names:
                     if a.name.startswith("_") or a.name in ATTRS and ATTRS[a.name]:
@@ -114,6 +126,8 @@ def suspicious(source: str) -> list[str]:
         elif isinstance(node, ast.Attribute):
             if node.attr in ATTRS:
                 add(node, ATTRS[node.attr])
+            if node.attr == "guard" and _root(node) == "lib":
+                add(node, GUARD)
             elif node.attr.startswith("_") and not (node.attr.startswith("__") and node.attr.endswith("__")) \
                     and _root(node) in TORCH_ROOTS:
                 add(node, f"PyTorch's internals ({ast.unparse(node)})")
@@ -130,7 +144,7 @@ def suspicious(source: str) -> list[str]:
                 elif isinstance(t, ast.Attribute) and _root(t) in imported | TORCH_ROOTS | {"np", "math", "lib",
                                                                                                "sys", "os"}:
                     add(node, f"changing {ast.unparse(t)}, an attribute of a module")
-    return found
+    return sorted(found, key=lambda line: int(line.split()[1].rstrip(":")) if line.split()[1][:-1].isdigit() else 0)
 
 
 def _root(node: ast.AST) -> str:

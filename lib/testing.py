@@ -46,6 +46,7 @@ def is_close(actual, expected, atol=1e-5, rtol=1e-4) -> bool:
     """True when ``actual`` is a tensor shaped like ``expected`` and equal to it within tolerance."""
     return (
         type(actual) in PLAIN
+        and actual.device.type != "meta" and expected.device.type != "meta"
         and actual.shape == expected.shape
         and first_difference(actual, expected, atol, rtol) is None
     )
@@ -61,6 +62,9 @@ def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, h
     if not torch.is_tensor(actual):
         raise AssertionError(f"{name} should be a tensor of shape {tuple(expected.shape)}, got {_describe(actual)}")
     _plain(actual, name)
+    if actual.device.type == "meta" and expected.device.type != "meta":
+        raise AssertionError(f"{name} is on the 'meta' device (a tensor with no values): make it on the "
+                             f"device of the inputs")
     for message, wrong in hints.items():
         if is_close(actual, wrong, atol, rtol) and not is_close(wrong, expected, atol, rtol):
             raise AssertionError(f"{name} is wrong: {message}")

@@ -1,13 +1,19 @@
 """Hostile and malformed submissions of notebook 01, and the grade each must get.
 
 Each case is a submission (the solution, with some cells replaced, or a
-broken file) and the points it must score per exercise. A clean student is
-graded in the same run, to show that nobody else's grades move.
+broken file) and the points it must score per exercise, the flag its code must
+raise for a human, and any side effect that must not have happened. Honest
+students are graded in the same run, to show that nobody else's grades move.
+
+HOSTILE tries the kernel's limits; FORGERY tries to change verdicts, read what
+the grader knows, or reach other students and the course's files (issue E);
+MALFORMED are broken files.
 Exercises of 01: softmax 3, simple_self_attention 2,
 scaled_dot_product_attention 4, SelfAttention 2 (11 autograded points).
 """
 import json
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +30,9 @@ WRONG_SOFTMAX = "import torch\n\ndef softmax(x, dim=-1):\n    return torch.zeros
 
 def scores(**changed):
     return {**FULL, **changed}
+
+
+NOTHING = {k: 0 for k in FULL}
 
 
 @dataclass
@@ -118,6 +127,133 @@ HOSTILE = [
         f"try:\n    open({str(LIB_TESTING)!r}, 'a').write('# HACKED')\nexcept OSError:\n    pass\n"}),
          scores(softmax=0), flag="a database", check=_lib_untouched),
 ]
+
+def _after(cell: str, extra: str):
+    """The solved notebook with ``extra`` appended to answer cell ``cell``."""
+    return code({cell: SOL[cell] + "\n" + extra})
+
+
+def _wrong_softmax_and(extra: str):
+    return code({"softmax": WRONG_SOFTMAX + extra})
+
+
+def _victim(path: Path) -> Path:
+    """Another student's submitted notebook, beside this one in the class's submitted/ folder."""
+    return path.parent.parent.parent / "honest1" / AID / f"{AID}.ipynb"
+
+
+def _links(path: Path):
+    """Replace the kernel's own notebook (and more) with links to another student's file and to course files."""
+    targets = [str(_victim(path)), str(course.release_notebook(AID)), str(course.ROOT / "lib" / "testing.py"),
+               str(course.ROOT / "autograder" / "checks" / "__init__.py")]
+    make_submission(AID, path, {"SelfAttention": SOL["SelfAttention"] + f"""
+import os
+targets = {targets!r}
+for name in os.listdir("."):
+    try:
+        os.remove(name)
+    except OSError:
+        pass
+for link, target in zip(["{AID}.ipynb", "release.ipynb", "testing.py", "checks.py"], targets):
+    for where in (".", "..", "../..", "../../.."):
+        try:
+            os.symlink(target, os.path.join(where, link))
+        except OSError:
+            pass
+"""})
+
+
+PICKLE_MARKER = Path(tempfile.gettempdir()) / "autograder-hostile-pickle-ran"
+PAYLOAD = f"""
+import os
+
+
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("touch {PICKLE_MARKER}",))
+"""
+HIDDEN_TEXT = ("def softmax_reference", "BEGIN SOLUTION", "the parameter-free version has no scaling")
+
+FORGERY = [
+    Case("IPython: a post_run_cell event clears the error", _wrong_softmax_and(
+        "ip = get_ipython()\n\ndef forge(result):\n    result.error_in_exec = None\n    result.error_before_exec = None\n\n"
+        "ip.events.register('post_run_cell', forge)\n"), scores(softmax=0), flag="IPython's events"),
+    Case("IPython: tracebacks switched off", _wrong_softmax_and(
+        "ip = get_ipython()\nip.showtraceback = lambda *a, **k: None\n"
+        "ip.set_custom_exc((BaseException,), lambda *a, **k: None)\n"), scores(softmax=0), flag="IPython's tracebacks"),
+    Case("IPython: run_cell rewrites what the grader sends", _wrong_softmax_and(
+        "ip = get_ipython()\n_run = ip.run_cell\n\ndef run_cell(raw_cell, *a, **k):\n"
+        "    if 'autograder' in raw_cell or 'grade_here' in raw_cell:\n        raw_cell = 'pass'\n"
+        "    return _run(raw_cell, *a, **k)\n\nip.run_cell = run_cell\n"), NOTHING,
+        flag="IPython's cell runner"),  # the grader's requests get no answer: every exercise fails
+    Case("the kernel side replaced by a forger", _wrong_softmax_and(
+        "import json\nimport autograder.probe as probe\nfrom IPython.display import publish_display_data\n\n"
+        "def serve(text):\n    publish_display_data({probe.MIME: json.dumps({'ok': True, 'passed': True, 'v': None})})\n\n"
+        "probe.serve = serve\n"), NOTHING, flag="the grader's own code"),
+    Case("the kernel side answers with a pickle", code({"softmax": SOL["softmax"] + PAYLOAD +
+        "import base64, pickle\nimport autograder.probe as probe\nfrom IPython.display import publish_display_data\n\n"
+        "def serve(text):\n    publish_display_data({probe.MIME: base64.b64encode(pickle.dumps(Payload())).decode()})\n\n"
+        "probe.serve = serve\n"}), NOTHING, flag="__reduce__", check=lambda: _no_pickle_ran()),
+    Case("a returned value that runs code when unpickled", code({"softmax": PAYLOAD +
+        "\ndef softmax(x, dim=-1):\n    return Payload()\n"}), scores(softmax=0), flag="__reduce__",
+        check=lambda: _no_pickle_ran()),
+    Case("import hooks and sys.modules entries", _wrong_softmax_and(
+        "import sys, types\nfake = types.ModuleType('autograder.checks')\nfake.grade_here = lambda *a, **k: None\n"
+        "sys.modules['autograder.checks'] = fake\nsys.modules['lib.testing'] = fake\n\n"
+        "class Finder:\n    def find_spec(self, name, path=None, target=None):\n        return None\n\n"
+        "sys.meta_path.insert(0, Finder())\n"), scores(softmax=0), flag="sys.modules"),
+    Case("frame introspection for the expected values", code({"softmax":
+        "import sys\nimport torch\n\ndef softmax(x, dim=-1):\n    f = sys._getframe(1)\n    while f is not None:\n"
+        "        for v in list(f.f_locals.values()):\n            if torch.is_tensor(v) and v.shape == x.shape and v is not x:\n"
+        "                return v\n        f = f.f_back\n    return torch.zeros_like(x)\n"}), scores(softmax=0),
+        flag="frame introspection"),
+    Case("the garbage collector searched for the expected values", code({"softmax":
+        "import gc\nimport torch\n\ndef softmax(x, dim=-1):\n    for obj in gc.get_objects():\n"
+        "        if torch.is_tensor(obj) and obj.shape == x.shape and obj is not x and torch.allclose(obj.sum(dim), "
+        "torch.ones(())):\n            return obj\n    return torch.zeros_like(x)\n"}), scores(softmax=0), flag="gc"),
+    Case("the course's reference unwrapped", code({"softmax":
+        "import lib.self_attention as ref\nsoftmax = ref.softmax.__wrapped__\n"}), scores(softmax=0),
+        flag="__wrapped__"),
+    Case("torch.softmax re-trusted with the course's guard (passes, flagged)", code({"softmax":
+        "import torch\nfrom lib.guard import trusted\n\n@trusted\ndef softmax(x, dim=-1):\n"
+        "    return torch.softmax(x, dim)\n"}), scores(), flag="lib.guard"),
+    Case("the dispatcher ban switched off with torch._C (passes, flagged)", code({"softmax":
+        "import torch\n\ndef softmax(x, dim=-1):\n    with torch._C._DisableTorchDispatch():\n"
+        "        return torch.softmax(x, dim)\n"}), scores(), flag="PyTorch's internals"),
+    Case("the dispatcher's modes switched off (passes, flagged)", code({"softmax":
+        "import torch\nfrom torch.utils._python_dispatch import _disable_current_modes\n\n"
+        "def softmax(x, dim=-1):\n    with _disable_current_modes():\n        return torch.softmax(x, dim)\n"}),
+        scores(), flag="private module"),
+    Case("comparison functions patched at call time", code({"softmax":
+        "import torch\nimport lib.testing\n\ndef softmax(x, dim=-1):\n    torch.allclose = lambda *a, **k: True\n"
+        "    torch.isclose = lambda a, b, *r, **k: torch.ones_like(a, dtype=torch.bool)\n"
+        "    torch.equal = lambda *a, **k: True\n    lib.testing.assert_close = lambda *a, **k: None\n"
+        "    return torch.zeros_like(x)\n"}), scores(softmax=0), flag="changing torch.allclose"),
+    Case("links to another student's file and to course files", _links, scores(), flag="making a link"),
+    Case("reading the hidden checks and the solutions", code({"softmax": SOL["softmax"] +
+        "\nimport os\nimport autograder\n"
+        f"for root in [os.path.dirname(autograder.__file__), {str(course.ROOT / 'autograder')!r}, "
+        f"{str(course.ROOT / 'solutions')!r}, {str(course.ROOT / 'lib')!r}]:\n"
+        "    for folder, _, names in os.walk(root):\n        for name in names:\n            try:\n"
+        "                print(open(os.path.join(folder, name)).read()[:20000])\n            except (OSError, UnicodeDecodeError):\n"
+        "                pass\n"}), scores(), flag="walking folders"),
+    Case("filling the disk", _after("softmax", "try:\n    with open('big.bin', 'wb') as f:\n        for _ in range(400):\n"
+                                                "            f.write(b'0' * 2**20)\nexcept OSError as e:\n    print('full:', e)\n"),
+         scores(), flag="opening a file"),
+    Case("a pathological markdown answer", lambda p: _nb(p, lambda cells: cells[_index(cells, "question_permutation")]
+                                                         .update(source="[" * 40_000 + "]" * 40_000)), scores()),
+]
+
+
+def _no_pickle_ran():
+    assert not PICKLE_MARKER.exists(), "a pickle from the kernel ran in the grader"
+
+
+# students whose ids are odd but valid: graded like anyone else
+SPECIAL_IDS = ["f[1]", "a*b?", "-rf", "名前", "two words", "x'y\"z", "{braces}"]
+# folders that cannot be student ids: reported by name, never silently lost
+REFUSED_IDS = {" padded ": "white space", ".hidden": "hidden folders"}
+
 
 MALFORMED = [
     Case("invalid JSON (a truncated file)", lambda p: p.write_text(course.release_notebook(AID).read_text()[:5000]),

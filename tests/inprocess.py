@@ -34,6 +34,38 @@ def _code(cell) -> str:
     return "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
 
 
+@contextlib.contextmanager
+def _withheld(aid: str):
+    """While the answer runs, the lib modules a grading kernel does not have cannot be imported (as in the
+    kernel's view of the course: autograder.bundle.student_view)."""
+    import sys
+    from autograder.bundle import withheld
+
+    blocked = {f"lib.{m}": why for m, why in withheld(aid).items()}
+
+    class Block:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name in blocked:
+                raise ImportError(blocked[name])
+            return None
+
+    saved = {name: sys.modules.pop(name) for name in list(sys.modules) if name in blocked}
+    sys.meta_path.insert(0, Block)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(Block)
+        sys.modules.update(saved)
+
+
+def _bound(code: str) -> set:
+    """The functions and classes a cell defines at its top level."""
+    import ast
+    return {node.name for node in ast.parse(code).body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
 class Notebook:
     """A solution notebook, run once, ready to grade variants of one answer cell."""
 
@@ -69,9 +101,12 @@ class Notebook:
         ns = dict(self.namespace)
         verdicts = []
         start = next(i for i, (m, _) in enumerate(self.cells) if m.get("grade_id") == cell)
+        for name in _bound(self.cells[start][1]):  # what the solution's cell defined is not there in a kernel
+            ns.pop(name, None)
         with contextlib.redirect_stdout(io.StringIO()):
             try:
-                exec(compile(code, "<answer>", "exec"), ns)
+                with _withheld(self.aid):
+                    exec(compile(code, "<answer>", "exec"), ns)
             except Exception:  # noqa: BLE001 - a broken answer cell is part of the submission
                 pass
             for meta, source in self.cells[start:]:

@@ -1,7 +1,7 @@
 """The conda and pip paths install the same thing; CI runs the README's command."""
 import re
+import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import yaml
@@ -9,6 +9,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import course as setup_script  # noqa: E402  the repository's course.py
+from autograder.bundle import pyproject  # noqa: E402
 
 
 def env_yml():
@@ -27,13 +28,13 @@ def test_conda_pip_section_equals_the_setup_script():
 def test_conda_python_fits_the_package():
     conda, _ = env_yml()
     version = next(d.split("=")[1] for d in conda if d.startswith("python="))
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    requires = pyproject()["project"]["requires-python"]
     assert requires.startswith(">=") and tuple(map(int, version.split("."))) >= tuple(map(int, requires[2:].split(".")))
     assert set(conda) == {f"python={version}", "pip"}, "everything else comes through pip"
 
 
 def test_package_keeps_torch_a_range():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    deps = pyproject()["project"]["dependencies"]
     assert any(re.fullmatch(r"torch>=[\d.]+", d) for d in deps)
 
 
@@ -42,3 +43,14 @@ def test_ci_runs_the_readme_test_command():
     command = "python3 course.py test"
     assert f"\n{command}\n" in readme
     assert command in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_code_runs_on_the_oldest_python_it_promises():
+    """pyproject.toml promises Python 3.10: vermin finds any construct or module that needs a newer one."""
+    requires = pyproject()["project"]["requires-python"]
+    target = requires.removeprefix(">=")
+    vermin = Path(sys.executable).parent / "vermin"  # the command pip installs beside this Python (dev extra)
+    proc = subprocess.run([str(vermin), f"--target={target}-", "--violations", "--no-tips",
+                           "--eval-annotations", "--backport", "typing", "lib", "autograder", "tests", "benchmarks",
+                           "course.py"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

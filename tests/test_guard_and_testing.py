@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from lib import self_attention as ref
-from lib.guard import ForbiddenCall, forbid, trusted
+from lib.guard import ForbiddenCall, forbid, lifted, trusted
 from lib.testing import assert_close, assert_shape
 
 x = torch.randn(3, 4)
@@ -37,6 +37,20 @@ def test_trusted_lifts_the_ban_and_state_is_restored():
         assert torch.allclose(trusted(torch.softmax)(x, -1), ref.softmax.__wrapped__(x))
     torch.softmax(x, -1)  # allowed again outside
     ref.softmax(x)
+
+
+def test_forbid_refuses_listed_modules_and_lifted_runs_them():
+    mha = torch.nn.MultiheadAttention(4, 1, batch_first=True)
+    q = x[None]
+    with forbid(modules=("nn.MultiheadAttention", "F.multi_head_attention_forward")):
+        with pytest.raises(ForbiddenCall, match="nn.MultiheadAttention"):
+            mha.train()(q, q, q)  # in training mode it never reaches a fused operator
+        with pytest.raises(ForbiddenCall):
+            F.multi_head_attention_forward(q, q, q, 4, 1, mha.in_proj_weight, mha.in_proj_bias, None, None, False,
+                                           0.0, mha.out_proj.weight, mha.out_proj.bias)
+        with lifted():
+            assert mha(q, q, q)[0].shape == q.shape
+    assert mha(q, q, q)[0].shape == q.shape  # put back after the block
 
 
 def test_allowed_ops_still_work_under_the_ban():

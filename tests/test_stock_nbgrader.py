@@ -1,10 +1,11 @@
 """Stock nbgrader commands work on this layout through the project's own
-nbgrader_config.py: generate, autograde, feedback, export."""
+nbgrader_config.py: generate, autograde (with the judges outside the kernel), feedback, export."""
 import csv
 import shutil
 
 from autograder import course
 from autograder.nbgrader_run import nbgrader  # runs stock `nbgrader ARGS` in a folder, raises if it fails
+from tests.hostile_cases import FORGERY
 from tests.submissions import make_submission
 
 AID = "01_self_attention"
@@ -22,9 +23,13 @@ def test_stock_nbgrader_round_trip(tmp_path):
     assert released.read_bytes() == course.release_notebook(AID).read_bytes()
 
     make_submission(AID, root / "submitted" / "ada" / AID / f"{AID}.ipynb")
+    # a wrong softmax whose notebook hides its errors from IPython: the judge, outside the kernel, is not fooled
+    forge = next(c for c in FORGERY if c.name.startswith("IPython: a post_run_cell event"))
+    forge.write(root / "submitted" / "eve" / AID / f"{AID}.ipynb")
     nbgrader(root, "autograde", AID)
     nbgrader(root, "generate_feedback", AID)
     assert (root / "feedback" / "ada" / AID / f"{AID}.html").is_file()
     nbgrader(root, "export", "--to", str(root / "grades.csv"))
-    row = next(csv.DictReader(open(root / "grades.csv")))
-    assert (row["student_id"], float(row["raw_score"]), float(row["max_score"])) == ("ada", 11.0, 15.0)
+    rows = {row["student_id"]: row for row in csv.DictReader(open(root / "grades.csv"))}
+    assert (float(rows["ada"]["raw_score"]), float(rows["ada"]["max_score"])) == (11.0, 15.0)
+    assert float(rows["eve"]["raw_score"]) == 8.0  # softmax's 3 points lost

@@ -27,7 +27,7 @@ from functools import lru_cache
 from autograder import course
 from autograder.course import exercise_of
 
-from .kernel import Bans, Kernel, LocalTransport, ProbeFailure, StudentError  # noqa: F401
+from .kernel import Kernel, LocalTransport, ProbeFailure
 
 
 def package(aid: str):

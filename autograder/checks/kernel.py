@@ -77,6 +77,7 @@ class TensorInfo:
     device: str
     requires_grad: bool
     type: str
+    oid: int = 0  # the same for every name of one tensor (a shared parameter)
 
 
 @dataclass
@@ -95,14 +96,23 @@ class ModuleInfo:
     is_module: bool = False
 
     @classmethod
-    def of(cls, data: dict) -> "ModuleInfo":
+    def of(cls, data: dict, seen: dict | None = None) -> "ModuleInfo":
+        """From ``describe``'s data; a module met again (shared, or registered under two names) is the same
+        ModuleInfo object as where it was first described."""
+        seen = {} if seen is None else seen
+
         def tensors(d):
-            return {k: TensorInfo(tuple(v["shape"]), v["dtype"], v["device"], v["requires_grad"], v["type"])
-                    for k, v in (d or {}).items()}
-        return cls(data["type"], data["bases"], data.get("oid", 0), data.get("training", False),
-                   {k: cls.of(v) for k, v in (data.get("children") or {}).items()}, tensors(data.get("params")),
-                   tensors(data.get("buffers")), tensors(data.get("tensors")), dict(data.get("attrs") or {}),
-                   "oid" in data)
+            return {k: TensorInfo(tuple(v["shape"]), v["dtype"], v["device"], v["requires_grad"], v["type"],
+                                  v.get("oid", 0)) for k, v in (d or {}).items()}
+        if data.get("repeat") and data.get("oid") in seen:
+            return seen[data["oid"]]
+        info = cls(data["type"], data["bases"], data.get("oid", 0), data.get("training", False), {},
+                   tensors(data.get("params")), tensors(data.get("buffers")), tensors(data.get("tensors")),
+                   dict(data.get("attrs") or {}), "oid" in data)
+        if info.oid:
+            seen[info.oid] = info
+        info.children = {k: cls.of(v, seen) for k, v in (data.get("children") or {}).items()}
+        return info
 
     @property
     def name(self) -> str:
@@ -119,16 +129,31 @@ class ModuleInfo:
             node = node.children.get(name) if node else None
         return node
 
+    def modules(self) -> dict:
+        """Every submodule by dotted name, every name it has ('' is this one), like named_modules but keeping
+        aliases (a module registered twice appears under both names, as the same ModuleInfo)."""
+        out = {}
+
+        def walk(node, path, depth):
+            out.setdefault(path, node)
+            if depth < 12:
+                for name, child in node.children.items():
+                    walk(child, f"{path}.{name}" if path else name, depth + 1)
+        walk(self, "", 0)
+        return out
+
     def all_params(self, prefix: str = "") -> dict:
         """Every parameter, by dotted name, as ``named_parameters()`` lists them (shared ones once)."""
-        out, seen = {}, set()
+        out, seen, tensors = {}, set(), set()
 
         def walk(node, pre):
             if node.oid in seen:
                 return
             seen.add(node.oid)
             for name, t in node.params.items():
-                out[pre + name] = t
+                if not t.oid or t.oid not in tensors:
+                    tensors.add(t.oid)
+                    out[pre + name] = t
             for name, child in node.children.items():
                 walk(child, f"{pre}{name}.")
         walk(self, prefix)

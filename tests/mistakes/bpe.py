@@ -96,7 +96,15 @@ def pair_counts(word_freqs):
 ''', ("pair_counts_weighted",), "collections.Counter"),
     Mistake("pair_counts importing the course reference", "pair_counts", '''
 from lib.bpe import pair_counts
-''', ("pair_counts_weighted", "pair_counts_within_words"), "reference 'pair_counts'"),
+''', ("pair_counts_weighted", "pair_counts_within_words"), "not defined"),  # lib.bpe is not there while 07 is graded
+    Mistake("pair_counts missing the last pair of each word", "pair_counts", '''
+def pair_counts(word_freqs):
+    counts = Counter()
+    for word, freq in word_freqs.items():
+        for i in range(len(word) - 2):
+            counts[(word[i], word[i + 1])] += freq
+    return counts
+''', ("pair_counts_weighted", "pair_counts_within_words"), "the last pair of each word is missing"),
     # --- merge_pair ---
     Mistake("merge by string replace on the joined word", "merge_pair", '''
 def merge_pair(pair, word_freqs):
@@ -154,6 +162,13 @@ def merge_pair(pair, word_freqs):
     Mistake("merged words overwrite each other's counts", "merge_pair", changed(
         MERGE, ("merged[tuple(out)] = merged.get(tuple(out), 0) + freq", "merged[tuple(out)] = freq")),
         ("merge_pair_edges",), "add up their counts"),
+    Mistake("merge_pair returning its argument when the pair does not occur", "merge_pair", changed(
+        MERGE, ("    a, b = pair\n", "    a, b = pair\n"
+                "    if not any(pair in zip(w, w[1:]) for w in word_freqs):\n        return word_freqs\n")),
+        ("merge_pair_new_dict",), "returned the same dict object"),
+    Mistake("merged symbol kept as the pair (a, b)", "merge_pair", changed(
+        MERGE, ("out.append(a + b)", "out.append((a, b))")),
+        ("merge_pair_basic", "merge_pair_edges"), "it must be one string, a + b"),
     # --- train_bpe ---
     Mistake("no end-of-word marker", "train_bpe", changed(
         TRAIN, ('tuple(word) + ("</w>",)', "tuple(word)")), ("train_bpe_classic",), "no end-of-word marker"),
@@ -193,7 +208,11 @@ def train_bpe(corpus, num_merges):
 ''', ("train_bpe_classic", "train_bpe_ties", "train_bpe_unseen", "train_bpe_speed"), "uses Hugging Face tokenizers"),
     Mistake("train_bpe importing the course reference", "train_bpe", '''
 from lib.bpe import train_bpe
-''', ("train_bpe_classic", "train_bpe_ties", "train_bpe_unseen", "train_bpe_speed"), "reference 'train_bpe'"),
+''', ("train_bpe_classic", "train_bpe_ties", "train_bpe_unseen", "train_bpe_speed"),
+        "not defined"),  # lib.bpe is not there while 07 is graded
+    Mistake("train_bpe returning the merged symbols, not the pairs", "train_bpe", changed(
+        TRAIN, ("merges.append(best)", "merges.append(best[0] + best[1])")),
+        ("train_bpe_classic", "train_bpe_ties", "train_bpe_unseen", "train_bpe_speed"), "must be a pair of strings"),
     # --- bpe_tokenize ---
     Mistake("tokenize in one left-to-right pass", "bpe_tokenize", '''
 def bpe_tokenize(word, merges):
@@ -232,7 +251,11 @@ def bpe_tokenize(word, merges):
         TOKENIZE, ("    return symbols\n", "    return tuple(symbols)\n")), ("bpe_tokenize_edges",), "should return a list"),
     Mistake("bpe_tokenize importing the course reference", "bpe_tokenize", '''
 from lib.bpe import bpe_tokenize
-''', ("bpe_tokenize_unseen", "bpe_tokenize_rank_order", "bpe_tokenize_edges"), "reference 'bpe_tokenize'"),
+''', ("bpe_tokenize_unseen", "bpe_tokenize_rank_order", "bpe_tokenize_edges"),
+        "not defined"),  # lib.bpe is not there while 07 is graded
+    Mistake("tokenize merging the latest-learned pair first", "bpe_tokenize", changed(
+        TOKENIZE, ("a, b = min(present)[1]", "a, b = max(present)[1]")),
+        ("bpe_tokenize_unseen", "bpe_tokenize_rank_order"), "learned last (highest rank) is merged first"),
 ]
 
 ALTERNATIVES = [
@@ -309,5 +332,34 @@ def bpe_tokenize(word, merges):
             if (symbols[i], symbols[i + 1]) == best:
                 symbols[i:i + 2] = [best[0] + best[1]]
             i += 1
+'''),
+    Alternative("merge_pair returning a Counter", "merge_pair", '''
+def merge_pair(pair, word_freqs):
+    merged = Counter()
+    for word, freq in word_freqs.items():
+        i, new = 0, []
+        while i < len(word):
+            if word[i:i + 2] == tuple(pair):
+                new.append(pair[0] + pair[1])
+                i += 2
+            else:
+                new.append(word[i])
+                i += 1
+        merged[tuple(new)] += freq
+    return merged
+'''),
+    Alternative("train picking the top count, then the smallest pair with it", "train_bpe", changed(
+        TRAIN, ("best = min(counts, key=lambda p: (-counts[p], p))",
+                "top = max(counts.values())\n        best = min(p for p, c in counts.items() if c == top)"))),
+    Alternative("tokenize merging one occurrence of the best pair at a time", "bpe_tokenize", '''
+def bpe_tokenize(word, merges):
+    rank = {tuple(p): r for r, p in enumerate(merges)}
+    symbols = list(word) + ["</w>"]
+    while True:
+        pairs = [(rank[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in rank]
+        if not pairs:
+            return symbols
+        _, i = min(pairs)
+        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
 '''),
 ]

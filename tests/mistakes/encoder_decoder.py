@@ -187,10 +187,6 @@ class DecoderLayer(nn.TransformerDecoderLayer):
         ("causal_mask(tgt_in.shape[1], device=tgt_in.device) & padding_mask(tgt_in, self.pad_id)",
          "padding_mask(tgt_in, self.pad_id)")]),
         ("Transformer_reference", "Transformer_masks"), "does not use a causal mask"),
-    Mistake("target padding mask forgotten", "Transformer", model(replace=[
-        ("causal_mask(tgt_in.shape[1], device=tgt_in.device) & padding_mask(tgt_in, self.pad_id)",
-         "causal_mask(tgt_in.shape[1], device=tgt_in.device)")]),
-        ("Transformer_reference",), "target padding mask is missing"),
     Mistake("source mask not passed to the decoder (memory_mask)", "Transformer", model(replace=[
         ("x = layer(x, memory, tgt_mask, src_mask)", "x = layer(x, memory, tgt_mask)")]),
         ("Transformer_reference", "Transformer_masks"), "cross-attention ignores source padding"),
@@ -228,6 +224,11 @@ class DecoderLayer(nn.TransformerDecoderLayer):
         ("masked_fill(done, model.pad_id)", "masked_fill(done, 0)"),
         ("padding_mask(src, model.pad_id)", "padding_mask(src, 0)")),
         ("greedy_decode_matches",), "pad id 0 is hard-coded"),
+    # decoding without the causal mask changes nothing for the scripted model; with two decoder layers the last
+    # position reads layer-1 vectors of earlier positions that saw the future, so the tokens change
+    Mistake("greedy_decode calls model.decode without a causal mask", "greedy_decode", greedy(
+        ("causal_mask(ys.shape[1], device=src.device)", "None")),
+        ("greedy_decode_matches",), "without a causal mask"),
 ]
 
 ALTERNATIVES = [
@@ -293,6 +294,34 @@ class Transformer(nn.Module):
         tgt_mask = ~self.future[:t, :t][None] & (tgt_in != self.pad_id)[:, None, :]
         memory = self.encode(src, src_mask)
         return self.decode(tgt_in, memory, src_mask, tgt_mask)
+'''),
+    # with right padding every padded target position lies in the future of every real one: the causal mask
+    # alone gives the same logits at the real positions, the only ones graded
+    Alternative("Transformer without the target padding mask (causal mask only)", "Transformer", model(replace=[
+        ("causal_mask(tgt_in.shape[1], device=tgt_in.device) & padding_mask(tgt_in, self.pad_id)",
+         "causal_mask(tgt_in.shape[1], device=tgt_in.device)")])),
+    Alternative("DecoderLayer whose norms are also held in a ModuleList (aliases)", "DecoderLayer", decoder().replace(
+        """        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.norm3 = LayerNorm(d_model)
+""", """        self.norms = nn.ModuleList(LayerNorm(d_model) for _ in range(3))
+        self.norm1, self.norm2, self.norm3 = self.norms
+        self.attentions = [self.self_attn, self.cross_attn]
+        self.sa = self.self_attn
+""")),
+    Alternative("greedy_decode through model(src, ys) with causal & padding masks", "greedy_decode", '''
+@torch.no_grad()
+def greedy_decode(model, src, max_len, bos_id, eos_id):
+    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        logits = model(src, ys)
+        next_token = logits[:, -1].argmax(dim=-1).masked_fill(done, model.pad_id)
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+        done = done | (next_token == eos_id)
+        if done.all():
+            break
+    return ys[:, 1:]
 '''),
     Alternative("greedy_decode with a preallocated output and a while loop", "greedy_decode", '''
 def greedy_decode(model, src, max_len, bos_id, eos_id):

@@ -82,6 +82,24 @@ def stack_attention(x, n_layers):
     combined = total / n_layers if n_layers else torch.eye(T, dtype=x.dtype)
     return h, combined
 ''', ("stack_attention_combined",), "average of the layers' weights"),
+    Mistake("stack loop one layer too many", "stack_attention", '''
+def stack_attention(x, n_layers):
+    T = x.shape[-2]
+    h, combined = x, torch.eye(T, dtype=x.dtype)
+    for _ in range(n_layers + 1):
+        h, w = scaled_dot_product_attention(h, h, h)
+        combined = w @ combined
+    return h, combined
+''', ("stack_attention_output", "stack_attention_combined"), "one too many"),
+    Mistake("stack multiplies the weights entry by entry", "stack_attention", '''
+def stack_attention(x, n_layers):
+    T = x.shape[-2]
+    h, combined = x, torch.ones(T, T, dtype=x.dtype)
+    for _ in range(n_layers):
+        h, w = scaled_dot_product_attention(h, h, h)
+        combined = w * combined
+    return h, combined if n_layers else torch.eye(T, dtype=x.dtype)
+''', ("stack_attention_combined",), "entry by entry"),
     # --- FeedForward: the nonlinearity ---
     Mistake("FFN without a ReLU", "FeedForward", _activation("self.linear1(x)"),
             ("FeedForward_reference",), "no nonlinearity"),
@@ -122,7 +140,10 @@ def stack_attention(x, n_layers):
             ("FeedForward_structure", "FeedForward_reference"), "linear1"),
     Mistake("FFN importing the course reference", "FeedForward", '''
 from lib.feed_forward import FeedForward
-''', ("FeedForward_reference", "FeedForward_structure", "FeedForward_positionwise"), "reference 'FeedForward'"),
+''', ("FeedForward_reference", "FeedForward_structure", "FeedForward_positionwise"), "not defined"),  # lib.feed_forward is not there while 03 is graded
+    Mistake("FFN that only takes 3-D input (B, T, d)", "FeedForward", _ffn(STANDARD_INIT, '''        B, T, d = x.shape
+        h = self.linear2(self.dropout(torch.relu(self.linear1(x.reshape(B * T, d)))))
+        return h.reshape(B, T, d)'''), ("FeedForward_reference",), "acts on the last dimension"),
     # --- FeedForward: positions ---
     Mistake("FFN applied over the sequence dimension", "FeedForward", _ffn(
         STANDARD_INIT,
@@ -199,6 +220,20 @@ def stack_attention(x, n_layers):
         self.linear2 = nn.Linear(d_ff, d_model)
         self.net = nn.Sequential(self.linear1, nn.ReLU(), nn.Dropout(dropout), self.linear2)''',
         "        return self.net(x)")),
+    Alternative("FFN whose linear1 and linear2 are the layers of an nn.Sequential built first", "FeedForward", _ffn(
+        '''        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),
+                                 nn.Linear(d_ff, d_model))
+        self.linear1, self.linear2 = self.net[0], self.net[3]''', "        return self.net(x)")),
+    Alternative("stack returning the (T, T) identity for n_layers = 0, whatever the batch", "stack_attention", '''
+def stack_attention(x, n_layers):
+    h, combined = x, None
+    for _ in range(n_layers):
+        h, w = scaled_dot_product_attention(h, h, h)
+        combined = w if combined is None else w @ combined
+    if combined is None:
+        combined = torch.eye(x.shape[-2], dtype=x.dtype)
+    return h, combined
+'''),
     Alternative("FFN with explicit matmuls on the linear weights", "FeedForward", _ffn(STANDARD_INIT, '''        h = x @ self.linear1.weight.T + self.linear1.bias
         h = self.dropout(torch.maximum(h, torch.zeros_like(h)))
         return h @ self.linear2.weight.T + self.linear2.bias''')),

@@ -44,7 +44,8 @@ def causal_mask(size, device=None):
 ''', ("causal_mask_device",), "on the CPU (operator 'ones') and moved it"),
     Mistake("causal mask importing the course reference", "causal_mask", '''
 from lib.masking import causal_mask
-''', ("causal_mask_values", "causal_mask_attention", "causal_mask_device"), "reference 'causal_mask'"),
+''', ("causal_mask_values", "causal_mask_attention", "causal_mask_device"),
+            "not defined"),  # lib.masking is not there while 04 is graded
     Mistake("padding mask of shape (B, T)", "padding_mask", '''
 def padding_mask(tokens, pad_id):
     return tokens != pad_id
@@ -76,9 +77,15 @@ def padding_mask(tokens, pad_id):
     mask[:, 0, :] = tokens != pad_id
     return mask
 ''', ("padding_mask_device",), "derive the mask from the tokens"),
+    Mistake("padding mask from the lengths (assumes right padding)", "padding_mask", '''
+def padding_mask(tokens, pad_id):
+    lengths = (tokens != pad_id).sum(-1, keepdim=True)
+    return (torch.arange(tokens.shape[-1], device=tokens.device) < lengths).unsqueeze(1)
+''', ("padding_mask_values", "padding_mask_attention"), "padding sits at the end of each row"),
     Mistake("padding mask importing the course reference", "padding_mask", '''
 from lib.masking import padding_mask
-''', ("padding_mask_values", "padding_mask_attention", "padding_mask_device"), "reference 'padding_mask'"),
+''', ("padding_mask_values", "padding_mask_attention", "padding_mask_device"),
+            "not defined"),  # lib.masking is not there while 04 is graded
 ]
 
 ALTERNATIVES = [
@@ -102,6 +109,10 @@ def causal_mask(size, device=None):
         mask[i, : i + 1] = True
     return mask
 '''),
+    Alternative("causal mask from a full True tensor", "causal_mask", '''
+def causal_mask(size, device=None):
+    return torch.full((size, size), True, device=device).tril()
+'''),
     Alternative("padding mask with ne and None-indexing", "padding_mask", '''
 def padding_mask(tokens, pad_id):
     return tokens.ne(pad_id)[:, None, :]
@@ -114,5 +125,10 @@ def padding_mask(tokens, pad_id):
     Alternative("padding mask with torch.where", "padding_mask", '''
 def padding_mask(tokens, pad_id):
     return torch.where(tokens == pad_id, False, True).unsqueeze(1)
+'''),
+    Alternative("padding mask: ones_like, then False at the padding", "padding_mask", '''
+def padding_mask(tokens, pad_id):
+    mask = torch.ones_like(tokens, dtype=torch.bool).masked_fill(tokens == pad_id, False)
+    return mask[:, None, :]
 '''),
 ]

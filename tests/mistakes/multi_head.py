@@ -79,7 +79,7 @@ def split_heads(x, n_heads):
 ''', ("split_heads_leading",), "any leading dims"),
     Mistake("split_heads importing the course reference", "split_heads", '''
 from lib.multi_head import split_heads
-''', ("split_heads_layout", "split_heads_leading"), "reference 'split_heads'"),
+''', ("split_heads_layout", "split_heads_leading"), "not defined"),  # lib.multi_head is not there while 05 is graded
     # --- merge_heads ---
     Mistake("merge without the transpose back", "merge_heads", '''
 def merge_heads(x):
@@ -109,6 +109,20 @@ def merge_heads(x):
     Mistake("keys and values projected from the query", "MultiHeadAttention",
             mha(replace=[("self.w_k(key)", "self.w_k(query)"), ("self.w_v(value)", "self.w_v(query)")]),
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "projected from the `key`"),
+    Mistake("values projected from the `key` argument", "MultiHeadAttention",
+            mha(replace=[("self.w_v(value)", "self.w_v(key)")]),
+            ("MultiHeadAttention_pytorch",), "project them from `value`"),
+    Mistake("keys and values split with the query's length T_q", "MultiHeadAttention", mha(forward='''
+        B, T, d = query.shape
+        split = lambda t: t.view(B, T, self.n_heads, d // self.n_heads).transpose(1, 2)
+        q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        if self.training and self.dropout.p > 0:
+            out = self.dropout(weights) @ v
+        return self.w_o(out.transpose(1, 2).reshape(B, T, d)), weights
+'''), ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "Check the shapes step by step"),
     Mistake("weights averaged over the heads", "MultiHeadAttention",
             mha(replace=[("return self.w_o(merge_heads(out)), weights",
                           "return self.w_o(merge_heads(out)), weights.mean(dim=1)")]),
@@ -158,6 +172,14 @@ def merge_heads(x):
             mha(replace=[("        if self.training and self.dropout.p > 0:\n            out = self.dropout(weights) @ v\n", ""),
                          ("return self.w_o(merge_heads(out)), weights", "return self.dropout(self.w_o(merge_heads(out))), weights")]),
             ("MultiHeadAttention_dropout",), "not applied to the attention weights"),
+    Mistake("dropout on the scores, before the softmax", "MultiHeadAttention",
+            mha(forward=OWN_ATTENTION, replace=[("weights = torch.softmax(scores, dim=-1)\n        out = self.dropout(weights) @ v",
+                                                 "weights = torch.softmax(self.dropout(scores), dim=-1)\n        out = weights @ v")]),
+            ("MultiHeadAttention_dropout",), "same output as without dropout"),
+    Mistake("dropout without the 1/(1-p) rescaling", "MultiHeadAttention",
+            mha(replace=[("out = self.dropout(weights) @ v",
+                          "out = (weights * (torch.rand_like(weights) >= self.dropout.p)) @ v")]),
+            ("MultiHeadAttention_dropout",), "not rescaled by 1/(1-p)"),
     Mistake("dropout never applied", "MultiHeadAttention",
             mha(replace=[("        if self.training and self.dropout.p > 0:\n            out = self.dropout(weights) @ v\n", "")]),
             ("MultiHeadAttention_dropout",), "same output as without dropout"),
@@ -182,7 +204,7 @@ def merge_heads(x):
             m = m.expand(B, self.n_heads, T_q, T_k) if m.dim() == 4 else m
             blocked = ~(m.reshape(B * self.n_heads, T_q, T_k) if m.dim() == 4 else m)
         return theirs(query, key, value, attn_mask=blocked, average_attn_weights=False)
-'''), ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "'nn.MultiheadAttention' is not allowed"),
+'''), ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "built-in nn.MultiheadAttention is not allowed"),
     Mistake("calling F.scaled_dot_product_attention", "MultiHeadAttention",
             mha(header="import torch.nn.functional as F",
                 replace=[("out, weights = scaled_dot_product_attention(q, k, v, mask)",
@@ -191,7 +213,7 @@ def merge_heads(x):
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "not allowed"),
     Mistake("MultiHeadAttention importing the course reference", "MultiHeadAttention", '''
 from lib.multi_head import MultiHeadAttention
-''', ("MultiHeadAttention_module", "MultiHeadAttention_pytorch"), "reference"),
+''', ("MultiHeadAttention_module", "MultiHeadAttention_pytorch"), "not defined"),  # (lib.multi_head: see above)
 ]
 
 ALTERNATIVES = [
@@ -262,5 +284,31 @@ class MultiHeadAttention(nn.Module):
             scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
         weights = self.drop(torch.softmax(scores, dim=-1))
         return self.w_o(merge_heads(torch.matmul(weights, v))), weights
+'''),
+    Alternative("nn.Dropout on the weights at every call (the identity in eval mode)", "MultiHeadAttention",
+                mha(replace=[("if self.training and self.dropout.p > 0:\n            out = self.dropout(weights) @ v",
+                              "out = self.dropout(weights) @ v")])),
+    Alternative("own split with unflatten, a float -inf mask added to the scores", "MultiHeadAttention", '''
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError("d_model must be a multiple of n_heads")
+        self.n_heads = n_heads
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            setattr(self, name, nn.Linear(d_model, d_model, bias=bias))
+        self.attn_drop = nn.Dropout(dropout)
+
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (lin(t).unflatten(-1, (self.n_heads, -1)).transpose(1, 2)
+                   for lin, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
+        if mask is not None:
+            if mask.dim() == 3:
+                mask = mask[:, None]
+            scores = scores + torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(-1)
+        out = self.attn_drop(weights) @ v
+        return self.w_o(out.transpose(1, 2).flatten(-2)), weights
 '''),
 ]

@@ -129,7 +129,17 @@ def sinusoidal_positions(max_len, d_model):
 ''', ("sinusoidal_positions_odd",), "returned a tensor of shape (10, 7)"),
     Mistake("sinusoidal_positions importing the course reference", "sinusoidal_positions", '''
 from lib.positions import sinusoidal_positions
-''', ("sinusoidal_positions_formula", "sinusoidal_positions_odd"), "reference 'sinusoidal_positions'"),
+''', ("sinusoidal_positions_formula", "sinusoidal_positions_odd"), "not defined"),  # lib.positions is not there while 02 is graded
+    Mistake("odd d_model refused with assert (AssertionError, not ValueError)", "sinusoidal_positions", '''
+def sinusoidal_positions(max_len, d_model):
+    assert d_model % 2 == 0, "d_model must be even"
+    p = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe
+''', ("sinusoidal_positions_odd",), "raised AssertionError"),
     # --- SinusoidalPositions
     Mistake("SinusoidalPositions adds the whole table", "SinusoidalPositions",
             sin_module(forward="return x + self.pe.to(x.dtype)"),
@@ -177,6 +187,10 @@ class SinusoidalPositions(nn.Module):
     Mistake("SinusoidalPositions not keeping x's dtype", "SinusoidalPositions",
             sin_module(forward="return x + self.pe[:T]"),
             ("SinusoidalPositions_buffer",), "must keep x's dtype"),
+    Mistake("SinusoidalPositions table as a plain attribute, moved to x's device in forward", "SinusoidalPositions",
+            sin_module(init="self.pe = sinusoidal_positions(max_len, d_model)",
+                       forward="return x + self.pe[:T].to(device=x.device, dtype=x.dtype)"),
+            ("SinusoidalPositions_buffer",), "stayed on the CPU"),
     # --- LearnedPositions
     Mistake("LearnedPositions as a plain tensor (never trained)", "LearnedPositions",
             learned_module(init="self.table = torch.randn(max_len, d_model) * 0.02"),
@@ -203,6 +217,18 @@ class SinusoidalPositions(nn.Module):
                                 "        self.bias = nn.Parameter(torch.zeros(d_model))",
                            forward="return x + self.table[:T] + self.bias"),
             ("LearnedPositions_forward", "LearnedPositions_trained"), "exactly max_len * d_model"),
+    Mistake("LearnedPositions adding a copy of the table made in __init__", "LearnedPositions",
+            learned_module(init="self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)\n"
+                                "        self.frozen = self.table.detach().clone()",
+                           forward="return x + self.frozen[:T]"),
+            ("LearnedPositions_forward", "LearnedPositions_trained"), "not a copy made in __init__"),
+    Mistake("LearnedPositions starting with the same vector at every position", "LearnedPositions",
+            learned_module(init="self.table = nn.Parameter(torch.ones(max_len, d_model))"),
+            ("LearnedPositions_trained",), "every position starts with the same vector"),
+    Mistake("LearnedPositions with nn.Embedding(..., padding_idx=0)", "LearnedPositions",
+            learned_module(init="self.embedding = nn.Embedding(max_len, d_model, padding_idx=0)",
+                           forward="return x + self.embedding(torch.arange(T, device=x.device))"),
+            ("LearnedPositions_trained",), "padding_idx"),
 ]
 
 ALTERNATIVES = [
@@ -227,6 +253,17 @@ def sinusoidal_positions(max_len, d_model):
     div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
     angle = position * div_term
     return torch.stack((angle.sin(), angle.cos()), dim=-1).flatten(1)
+'''),
+    Alternative("table computed in float64, returned as float32", "sinusoidal_positions", '''
+def sinusoidal_positions(max_len, d_model):
+    if d_model % 2:
+        raise ValueError(f"d_model={d_model} must be even")
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe.float()
 '''),
     Alternative("SinusoidalPositions computing the table in forward on x's device", "SinusoidalPositions", '''
 from torch import nn

@@ -98,7 +98,22 @@ def layer_norm(x, weight, bias, eps=1e-5):
 ''', ("layer_norm_reference", "layer_norm_tiny_variance"), "not allowed"),
     Mistake("layer_norm importing the course reference", "layer_norm", '''
 from lib.layer_norm import layer_norm
-''', ("layer_norm_reference", "layer_norm_tiny_variance"), "reference 'layer_norm'"),
+''', ("layer_norm_reference", "layer_norm_tiny_variance"),
+        "not defined"),  # lib.layer_norm is not there while 06 is graded
+    Mistake("layer_norm statistics under torch.no_grad()", "layer_norm", '''
+def layer_norm(x, weight, bias, eps=1e-5):
+    with torch.no_grad():
+        mean = x.mean(dim=-1, keepdim=True)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+''', ("layer_norm_reference",), "cut off from the gradient"),
+    Mistake("layer_norm computing in float32", "layer_norm", '''
+def layer_norm(x, weight, bias, eps=1e-5):
+    x, weight, bias = x.float(), weight.float(), bias.float()
+    mean = x.mean(dim=-1, keepdim=True)
+    var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+''', ("layer_norm_reference", "layer_norm_tiny_variance"), "dtype"),
     # --- LayerNorm --------------------------------------------------------------
     Mistake("LayerNorm weight initialized at random", "LayerNorm", '''
 class LayerNorm(nn.Module):
@@ -143,6 +158,26 @@ class LayerNorm(nn.Module):
 class LayerNorm(nn.LayerNorm):
     pass
 ''', ("LayerNorm_forward",), "not allowed"),
+    Mistake("LayerNorm forward on the parameters' .data", "LayerNorm", '''
+class LayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+    def forward(self, x):
+        return layer_norm(x, self.weight.data, self.bias.data, self.eps)
+''', ("LayerNorm_forward",), "no gradient reaches"),
+    Mistake("LayerNorm with one scalar weight and bias", "LayerNorm", '''
+class LayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(1))
+        self.bias = nn.Parameter(torch.zeros(1))
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias, self.eps)
+''', ("LayerNorm_parameters", "LayerNorm_forward"), "one value per feature"),
     # --- EncoderLayer -------------------------------------------------------------
     Mistake("EncoderLayer without residual connections", "EncoderLayer", _post_pre(
         '''        x = self.norm1(self.dropout1(attn(x)))
@@ -220,6 +255,16 @@ class LayerNorm(nn.LayerNorm):
         "        if self.norm_first:\n" + CORRECT_PRE + "\n" + CORRECT_POST,
         "        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)\n"),
         ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "not allowed"),
+    Mistake("feed-forward sublayer reads the layer's input", "EncoderLayer", _post_pre(
+        '''        y = self.norm1(x + self.dropout1(attn(x)))
+        return self.norm2(y + self.dropout2(self.ff(x)))''', '''
+            y = x + self.dropout1(attn(self.norm1(x)))
+            return y + self.dropout2(self.ff(self.norm2(x)))'''),
+        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "reads the layer's input"),
+    Mistake("src_mask inverted (PyTorch's convention)", "EncoderLayer", _encoder(
+        "        if self.norm_first:\n" + CORRECT_PRE + "\n" + CORRECT_POST).replace(
+        "self.self_attn(y, y, y, src_mask)", "self.self_attn(y, y, y, None if src_mask is None else ~src_mask)"),
+        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "is the mask inverted"),
 ]
 
 ALTERNATIVES = [
@@ -241,6 +286,22 @@ def layer_norm(x, weight, bias, eps=1e-5):
 def layer_norm(x, weight, bias, eps=1e-5):
     var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
     return torch.addcmul(bias, (x - mean) / torch.sqrt(var + eps), weight)
+'''),
+    Alternative("layer_norm from the biased standard deviation", "layer_norm", '''
+def layer_norm(x, weight, bias, eps=1e-5):
+    centered = x - x.mean(-1, keepdim=True)
+    std = x.std(-1, unbiased=False, keepdim=True)
+    return weight * centered / torch.sqrt(std ** 2 + eps) + bias
+'''),
+    Alternative("LayerNorm keeping normalized_shape like nn.LayerNorm", "LayerNorm", '''
+class LayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.normalized_shape, self.eps = (d_model,), eps
+        self.weight = nn.Parameter(torch.ones(self.normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(self.normalized_shape))
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias, eps=self.eps)
 '''),
     Alternative("LayerNorm computing inline with register_parameter", "LayerNorm", '''
 class LayerNorm(nn.Module):
@@ -292,5 +353,32 @@ class EncoderLayer(nn.Module):
         a, _ = self.self_attn(x, x, x, src_mask)
         x = self.norm1(x + F.dropout(a, self.p, training=self.training))
         return self.norm2(x + F.dropout(self.ff(x), self.p, self.training))
+'''),
+    Alternative("EncoderLayer with PyTorch's _sa_block / _ff_block layout", "EncoderLayer", '''
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.dropout2 = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.norm_first = norm_first
+
+    def _sa_block(self, x, mask):
+        return self.dropout1(self.self_attn(x, x, x, mask=mask)[0])
+
+    def _ff_block(self, x):
+        return self.dropout2(self.ff(x))
+
+    def forward(self, x, src_mask=None):
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask))
+            x = self.norm2(x + self._ff_block(x))
+        return x
 '''),
 ]

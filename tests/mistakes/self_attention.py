@@ -30,7 +30,7 @@ def softmax(x, dim=-1):
 ''', ("softmax_reference", "softmax_stable"), "not allowed"),
     Mistake("softmax importing the course reference", "softmax", '''
 from lib.self_attention import softmax
-''', ("softmax_reference", "softmax_stable"), "reference 'softmax'"),
+''', ("softmax_reference", "softmax_stable"), "not defined"),  # lib.self_attention is not there while 01 is graded
     Mistake("simple self-attention returns the weights", "simple_self_attention", '''
 def simple_self_attention(x):
     return softmax(x @ x.transpose(-2, -1), dim=-1)

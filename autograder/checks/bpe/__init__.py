@@ -1,0 +1,80 @@
+"""Hidden tests of notebook 07 (byte-pair encoding), one module per exercise.
+
+The reference is the course's ``lib.bpe``, called here in the grader (its
+private helpers compute the expected values), and run trusted in the kernel for
+the earlier exercises: ``train_bpe`` is tested with the course's ``pair_counts``
+and ``merge_pair``. Graded code may not call the course's references, nor
+Hugging Face ``tokenizers``: it glues the end-of-word marker to the last
+character and breaks ties by its internal ids, so its merges differ from the
+contract anyway. Each common mistake is recognised by recomputing the output it
+would give and naming it.
+"""
+from ..common import plain
+from ..kernel import Bans, Remote
+
+REFERENCES = {  # exercise -> its references in lib.bpe, in the notebook's order
+    "pair_counts": ("pair_counts",),
+    "merge_pair": ("merge_pair",),
+    "train_bpe": ("train_bpe",),
+    "bpe_tokenize": ("bpe_tokenize",),
+}
+BANS = Bans(references=tuple(n for v in REFERENCES.values() for n in v))
+FIXTURES = ("autograder.checks.bpe.same_object",)
+EOW = "</w>"
+CLASSIC = " ".join(["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3)
+
+
+def trusted_helpers(k, *names):
+    """The course's versions of earlier exercises, for the tests of later ones."""
+    return {name: k.reference(f"lib.bpe.{name}") for name in names}
+
+
+def no_tokenizers(k, name):
+    if k.reaches(k.student(name), "tokenizers"):
+        raise AssertionError(f"{name} uses Hugging Face tokenizers: this exercise asks you to write BPE yourself "
+                             f"(tokenizers is for the comparison later in the notebook)")
+
+
+def kind(value) -> str:
+    return value.description if isinstance(value, Remote) else f"a {type(value).__name__}"
+
+
+def plain_items(pairs, what):
+    """The (key, value) pairs of a returned dict, refusing objects that are not plain data (a str subclass
+    whose == is always true, say)."""
+    return [(plain(key, what), plain(value, what)) for key, value in pairs]
+
+
+def diagnose(actual, expected, hints, what, show):
+    """Fail naming the known mistake whose output ``actual`` equals, else show both values.
+    ``hints`` (message -> what that mistake outputs, or a function giving that dict) is
+    only worked out on a failure."""
+    diagnose_all([(actual, expected, hints, what)], show)
+
+
+def _explains(case) -> list:
+    """The known mistakes that give the (wrong) answer of this case."""
+    actual, expected, hints, _ = case
+    return [message for message, wrong in (hints() if callable(hints) else hints).items()
+            if wrong is not None and actual == wrong and wrong != expected]
+
+
+def diagnose_all(cases, show):
+    """``diagnose`` for several answers (actual, expected, hints, what): fail at the first wrong one, naming
+    the known mistakes that explain every wrong answer (two mistakes often agree on one input, seldom on all)."""
+    wrong = [case for case in cases if case[0] != case[1]]
+    if not wrong:
+        return
+    actual, expected, _, what = wrong[0]
+    first = _explains(wrong[0])
+    others = [_explains(case) for case in wrong[1:]]
+    known = [m for m in first if all(m in o for o in others)] or first
+    if known:  # several mistakes may give the same output: name them all
+        raise AssertionError(f"{what} is wrong: " + " (or:) ".join(known))
+    raise AssertionError(f"{what}: {show(actual, expected)}")
+
+
+def show_dict(actual, expected):
+    wrong = {k: actual.get(k) for k in set(actual) | set(expected) if actual.get(k) != expected.get(k)}
+    items = sorted(wrong, key=repr)[:4]
+    return "; ".join(f"{k}: got {actual.get(k, 'nothing')}, expected {expected.get(k, 'nothing')}" for k in items)

@@ -1,0 +1,50 @@
+"""split_heads(x, n_heads): (..., T, d) -> (..., n_heads, T, d / n_heads), head i = features i*d/h ... ."""
+import torch
+
+from lib.testing import assert_close
+
+from ..common import seeded
+from . import LEADING_HINT, split_expected
+
+
+def _hints(x, h):
+    *lead, t, d = x.shape
+    dk = d // h
+    hints = {}
+    if h > 1 and t > 1:
+        hints["you cut x into (B, h, T, d/h) with a single view/reshape, without a transpose. That slices the "
+              "flat memory of each sequence into h chunks, so one 'head' mixes features of different positions. "
+              "Reshape to (B, T, h, d/h) first, then transpose(1, 2)"] = x.reshape(*lead, h, t, dk)
+        hints["head i got every h-th feature (i, i+h, i+2h, ...) instead of the block i*d/h ... (i+1)*d/h - 1: "
+              "reshape the last dim to (h, d/h), not to (d/h, h)"] = \
+            x.reshape(*lead, t, dk, h).transpose(-1, -2).transpose(-3, -2)
+        hints["the heads are not moved in front of the positions: after reshaping to (B, T, h, d/h), "
+              "transpose(1, 2) to get (B, h, T, d/h)"] = x.reshape(*lead, t, h, dk)
+    return hints
+
+
+def check_split(k, x, h, hint=""):
+    what = f"split_heads(x of shape {tuple(x.shape)}, n_heads={h})"
+    actual = k.call(what, k.student("split_heads"), x, h, hint=hint)
+    try:
+        assert_close(actual, split_expected(x, h), what, atol=0, rtol=0, hints=_hints(x, h))
+    except AssertionError as e:
+        if "differs from the expected" in str(e):
+            raise AssertionError(f"{e}. Head i must hold features i*d/h ... (i+1)*d/h - 1 of every "
+                                 f"position, unchanged") from None
+        raise
+
+
+def split_heads_layout(k):
+    """(B, T, d) -> (B, h, T, d/h) with head i holding features i*d/h ... (i+1)*d/h - 1, exactly."""
+    g = seeded(51)
+    for b, t, d, h in [(2, 5, 12, 3), (1, 4, 8, 2), (3, 2, 16, 4), (2, 3, 6, 1), (2, 3, 6, 6)]:
+        check_split(k, torch.randn(b, t, d, generator=g), h)
+    check_split(k, torch.randn(2, 3, 8, generator=g, dtype=torch.float64), 2)
+
+
+def split_heads_leading(k):
+    """Works with any number of leading dims: (A, B, T, d) -> (A, B, h, T, d/h)."""
+    g = seeded(52)
+    for shape, h in [((2, 3, 4, 8), 2), ((2, 1, 2, 5, 12), 4)]:
+        check_split(k, torch.randn(shape, generator=g), h, hint=LEADING_HINT)

@@ -1,0 +1,65 @@
+"""What the two position modules share: the contract of forward, x (batch, T, d_model) -> x + P[:T],
+and the ValueError for a sequence longer than max_len."""
+import re
+
+import torch
+
+from lib.testing import assert_shape
+
+from ..common import module, seeded
+from ..kernel import StudentError
+
+SLICE_HINT = ("x is (batch, T, d_model): add the first T rows of the table, table[:T] with T = x.shape[-2] "
+              "(not the whole table, and not a slice by the batch size)")
+
+
+def build(k, name, max_len, d_model, inject=None):
+    """The student's ``name(max_len, d_model)``, built with torch seeded (as a notebook run would be)."""
+    made = f"{name}({max_len}, {d_model})"
+    layer = k.call(made, k.student(name), max_len, d_model, inject=inject, seed=0)
+    return layer, made, module(k, layer, made)
+
+
+def addition_hints(x, rows):
+    """The usual mistakes of forward, given the rows P[:T] that should be added."""
+    return {
+        "you returned the position vectors alone: return x plus the position vectors, not the vectors alone":
+            rows.expand_as(x),
+        "x came back unchanged: the position vectors are not added": x,
+        "x is scaled by sqrt(d_model) before adding; that scaling belongs to the word embedding, not here":
+            x * x.shape[-1] ** 0.5 + rows,
+    }
+
+
+def _names_number(message: str, n: int) -> bool:
+    return re.search(rf"(?<!\d){n}(?!\d)", message) is not None
+
+
+def too_long(k, name, inject=None, max_len=7, d_model=6):
+    """The module accepts T = max_len and refuses T > max_len with a ValueError naming both numbers."""
+    g = seeded(20)
+    layer, made, _ = build(k, name, max_len, d_model, inject)
+    x = torch.randn(2, max_len, d_model, generator=g)
+    what = f"{made}(x of shape {tuple(x.shape)})"
+    out = k.call(what, layer, x, hint=f"a sequence exactly max_len = {max_len} long is allowed", inject=inject)
+    assert_shape(out, tuple(x.shape), f"output of {what}")
+    long_len = max_len + 4
+    x = torch.randn(1, long_len, d_model, generator=g)
+    what = f"{made}(x of shape {tuple(x.shape)})"
+    try:
+        k.call(what, layer, x, inject=inject)
+    except StudentError as e:
+        if "NotImplementedError" in e.types or "ForbiddenCall" in e.types:
+            raise
+        if "ValueError" not in e.types:
+            raise AssertionError(
+                f"{what} raised {e.kind} ({e.raw}): a sequence longer than max_len = {max_len} must raise "
+                f"a ValueError that names both numbers; check T = x.shape[-2] first, in forward") from None
+        if not (_names_number(e.raw, long_len) and _names_number(e.raw, max_len)):
+            raise AssertionError(
+                f"{what} raised ValueError({e.raw!r}): the message must name both numbers, "
+                f"the sequence length {long_len} and max_len {max_len}, so the user knows what to change") from None
+        return
+    raise AssertionError(
+        f"{what} returned without an error: there are only {max_len} position vectors, so a sequence of "
+        f"{long_len} must raise a ValueError that names both numbers")
