@@ -7,7 +7,7 @@ dead kernel, a time limit) and the flags a human should look at.
 
 Class-sized runs (``grade_many``): each submission is one job; ``jobs``
 workers take them in turn, each in its own scratch course folder with its own
-gradebook (copied from one template course, released once), so no two
+gradebook (into which it releases the assignments when it starts), so no two
 nbgrader processes ever share a database. Each job is one
 ``nbgrader autograde --student`` process with a time limit, its kernel started
 by ``autograder.sandbox``.
@@ -33,7 +33,7 @@ import nbformat
 from . import course, files, intake
 from .bundle import student_view
 from .course import exercise_of
-from .nbgrader_run import make_course, nbgrader
+from .nbgrader_run import make_course
 from .worker import MARK
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -152,14 +152,12 @@ def zero_result(student, assignment, path, error, notes=()) -> NotebookResult:
 
 
 class Run:
-    """A grading run: a scratch folder with a template course, a sandbox kernelspec, the student's view of
-    the course for each assignment, and worker courses."""
+    """A grading run: a scratch folder with a sandbox kernelspec, the student's view of the course for each
+    assignment, and one course folder per worker."""
 
     def __init__(self, assignments, jobs: int, limits: Limits, hide=()):
         self.dir = Path(tempfile.mkdtemp(prefix="autograder-"))
         self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
-        template = make_course(self.dir / "template", assignments, limits=limits)
-        nbgrader(template, "generate_assignment", "*", "--force")
         spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({
@@ -168,9 +166,8 @@ class Run:
         self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
         (self.dir / "scratch").mkdir()
         self.workers, self._processes = [], {}
-        for k in range(jobs):
-            w = self.dir / f"w{k}"
-            shutil.copytree(template, w)
+        for k in range(jobs):  # each worker releases the assignments into its own gradebook when it starts
+            w = make_course(self.dir / f"w{k}", assignments, limits=limits)
             (w / "runtime").mkdir()
             self.workers.append(w)
         self._ids = 0
@@ -249,7 +246,8 @@ class Worker:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         self.buffer = b""
-        self.ready = self._answer(120) is not None
+        answer = self._answer(300)
+        self.ready = bool(answer and answer.get("ready"))
 
     def alive(self) -> bool:
         return self.ready and self.proc.poll() is None

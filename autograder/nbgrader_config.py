@@ -26,6 +26,8 @@ c.Execute.interrupt_on_timeout = True
 # after its reply, which happens on a busy machine; wait longer.
 c.Execute.iopub_timeout = 20
 c.Execute.startup_timeout = 120
+# Once a notebook is graded its kernel has nothing left to do: stop it at once.
+c.Execute.shutdown_kernel = "immediate"
 
 # Our Execute step (autograder/execute.py): a dead or stuck kernel costs only
 # the cells from there on, a notebook has a total time limit, output is capped.

@@ -333,7 +333,8 @@ class _Watch:
                                 list(first.shape) if torch.is_tensor(first) else None])
                 return out
 
-        self.mode = Mode()
+        from lib.guard import without_dynamo
+        self.mode = without_dynamo(Mode)()
 
 
 def _call(message, value, namespace, handles) -> str:

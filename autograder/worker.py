@@ -3,7 +3,8 @@
 Importing nbgrader takes seconds; a class of 30 notebooks would pay it 30
 times with one ``nbgrader autograde`` process each. ``grade_many`` starts one
 worker per job instead, in that worker's scratch course folder, and sends it
-requests on stdin, one JSON line each:
+requests on stdin, one JSON line each (it first releases the course's
+assignments into its own gradebook, with nbgrader's generate_assignment):
 ``{"assignment": ..., "student": ..., "env": {...}}``. For each, the worker
 sets the environment (read by the sandboxed kernel and the Execute step), runs
 nbgrader's own autograde for that student, and answers with one line
@@ -19,16 +20,27 @@ import sys
 MARK = "@@result "
 
 
+def _warm_up() -> None:
+    """Import what the judges need (PyTorch above all) while the first kernel starts and runs the notebook."""
+    import safetensors.torch  # noqa: F401
+    import autograder.checks  # noqa: F401
+
+
 def main(root: str) -> None:
+    import threading
+
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
+    threading.Thread(target=_warm_up, daemon=True).start()
     os.chdir(root)
     config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
     api = NbGraderAPI(config=config)
     out = sys.stdout
     sys.stdout = sys.stderr  # anything else nbgrader prints stays out of the answers
-    out.write(MARK + json.dumps({"ready": True}) + "\n")
+    failed = [aid for aid in sorted(os.listdir(os.path.join(root, "solutions")))
+              if not api.generate_assignment(aid, force=True, create=True).get("success")]
+    out.write(MARK + json.dumps({"ready": not failed, "failed": failed}) + "\n")
     out.flush()
     for line in sys.stdin:
         task = json.loads(line)

@@ -55,6 +55,19 @@ class _BanOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def without_dynamo(mode: type) -> type:
+    """PyTorch wraps a dispatch mode's ``__torch_dispatch__`` so that ``torch.compile`` skips it, and that
+    wrapper imports ``torch._dynamo`` (a second of start-up) on its first call. Graded code is never
+    compiled: mark the wrapper as done, so it calls the method directly."""
+    fn = getattr(mode.__torch_dispatch__, "__wrapped__", None)
+    if fn is not None:
+        fn.__dynamo_disable = fn
+    return mode
+
+
+_BanOps = without_dynamo(_BanOps)
+
+
 def _check_reference(name: str) -> None:
     if _state["trusted_depth"] == 0 and name in _state["blocked"]:
         raise ForbiddenCall(
