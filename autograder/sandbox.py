@@ -25,8 +25,8 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
   * /proc shows only the kernel's own processes, and all of them die with it,
   * no capability is left, so nothing of this can be undone.
 
-Where no namespace can be had (off Linux, or user namespaces switched off)
-only the limits and the view apply, and the kernel starts in an empty folder
+Where no namespace can be had (off Linux, or user namespaces switched off,
+or ``AUTOGRADER_NO_NAMESPACES`` set, as a test does) only the limits and the view apply, and the kernel starts in an empty folder
 of its own; ``AUTOGRADER_SANDBOX_LOG`` records which protections were in
 force, and the report says so.
 """
