@@ -32,6 +32,7 @@ the report says so.
 The course's nbgrader_config.py puts it in place of nbgrader's Execute.
 """
 import base64
+import hashlib
 import json
 import os
 import signal
@@ -87,7 +88,9 @@ class GuardedExecute(Execute):
     def _note(self, cell, text: str) -> None:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
         index = next((i for i, c in enumerate(self.nb.cells) if c is cell), None)
-        self._notes.append({"grade_id": gid, "note": text, **({"index": index} if index is not None else {})})
+        where = {} if index is None else {"index": index, "cell_id": str(cell.get("id", "")),
+                                          "source_sha": hashlib.sha256(cell.source.encode()).hexdigest()}
+        self._notes.append({"grade_id": gid, "note": text, **where})
 
     def _get_timeout(self, cell):
         end = self._deadline if self._judge_deadline is None else min(self._deadline, self._judge_deadline)

@@ -12,6 +12,8 @@ nbgrader processes ever share a database. Each job is one
 ``nbgrader autograde --student`` process with a time limit, its kernel started
 by ``autograder.sandbox``.
 """
+import functools
+import hashlib
 import json
 import os
 import queue
@@ -216,7 +218,7 @@ class Run:
         r.student, r.notebook = student, Path(path).name
         r.notes, r.flags = notes, flags
         if (worker / "notes.json").is_file():
-            r.notes += [f"{n['grade_id'] or _cell_name(n)}: {n['note']}"
+            r.notes += [f"{n['grade_id'] or cell_name(n, assignment)}: {n['note']}"
                         for n in json.loads(files.read(worker / "notes.json"))]
         r.sandbox = _sandbox_state(log)
         if not answer["success"] and not r.error:
@@ -234,8 +236,29 @@ class Run:
         return r
 
 
-def _cell_name(note: dict) -> str:
-    return f"a cell of your own (cell {note['index'] + 1})" if "index" in note else "a cell of your own"
+def cell_name(note: dict, assignment: str) -> str:
+    """Which cell an executor note is about, for a reader of the report: one of the notebook's own
+    cells (given in the release, unchanged), one of them that the student edited, or one they added."""
+    if "index" not in note:
+        return "a cell of your own"
+    where = f"cell {note['index'] + 1}"
+    for i, cell in enumerate(_release_cells(assignment)):
+        if cell.cell_type != "code":
+            continue
+        if hashlib.sha256(cell.source.encode()).hexdigest() == note.get("source_sha"):
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")[:70]
+            return f"{where}, one of the notebook's own cells, not an answer of yours ({first!r})"
+        if note.get("cell_id") and cell.get("id") == note["cell_id"]:
+            return f"{where}, one of the notebook's own cells, which you changed"
+    return f"{where}, a cell you added"
+
+
+@functools.lru_cache(maxsize=None)
+def _release_cells(assignment: str) -> tuple:
+    try:
+        return tuple(nbformat.read(course.release_notebook(assignment), as_version=4).cells)
+    except (OSError, ValueError):
+        return ()
 
 
 class Worker:

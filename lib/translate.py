@@ -9,8 +9,8 @@ and ``model(src, tgt_in)`` -> logits for training.
 
 - ``make_batches``: bucket sentence pairs by length, pad, shuffle the batches;
 - ``lr_at``: linear warmup, then cosine decay;
-- ``train``: teacher forcing with a label-smoothed cross-entropy, a time budget,
-  a progress bar on stdout;
+- ``train``: teacher forcing with a label-smoothed cross-entropy, a fixed number of
+  steps (and an optional time cap), a progress bar on stdout;
 - ``beam_search``: batched beam search with a length penalty;
 - ``evaluate``: corpus BLEU (sacrebleu) and exact match.
 """
@@ -84,12 +84,17 @@ def translation_loss(logits, target, pad_id, label_smoothing=0.1):
 
 
 def train(model, batches, *, steps, peak_lr=1e-3, warmup_steps=200, max_seconds=None, label_smoothing=0.1,
-          weight_decay=0.01, device=None, seed=0, progress=True, log_every=50):
+          weight_decay=0.01, device=None, seed=0, progress=True):
     """Teacher forcing: the decoder reads tgt[:, :-1] (bos ...) and must predict tgt[:, 1:] (... eos).
 
-    Trains for ``steps`` optimizer steps or ``max_seconds`` seconds, whichever ends first; the
-    cosine decay follows whichever is further along, so the learning rate reaches 0 either way.
-    Returns a dict: losses (one per step), lrs, steps, seconds.
+    Trains for ``steps`` optimizer steps, so the result does not depend on the speed of the machine.
+    ``max_seconds`` (optional) is a time cap: training stops once that much time has passed, and the
+    cosine decay then follows the time or the steps, whichever is further along, so the learning rate
+    reaches 0 either way; a capped run does fewer steps on a slow or busy machine, and learns less.
+    The progress bar (on stdout) shows the steps done out of ``steps``, the time left, and the loss
+    (a moving average over about 20 batches) and learning rate of the latest step.
+    Returns a dict: losses (one per step), lrs, steps (done), planned (= ``steps``), seconds,
+    stopped_early (True when the time cap ended training before ``steps``).
     """
     from tqdm import tqdm
 
@@ -99,8 +104,9 @@ def train(model, batches, *, steps, peak_lr=1e-3, warmup_steps=200, max_seconds=
     losses, lrs = [], []
     model.train()
     start = time.perf_counter()
-    bar = tqdm(total=steps, file=sys.stdout, disable=not progress, mininterval=1.0, ncols=90)
-    order = []
+    bar = tqdm(total=steps, file=sys.stdout, disable=not progress, mininterval=1.0, ncols=100, unit="step",
+               desc="training")
+    order, average = [], None
     for step in range(steps):
         elapsed = time.perf_counter() - start
         if max_seconds is not None and elapsed >= max_seconds:
@@ -125,12 +131,14 @@ def train(model, batches, *, steps, peak_lr=1e-3, warmup_steps=200, max_seconds=
         optimizer.step()
         losses.append(loss.item())
         lrs.append(lr)
+        average = losses[-1] if average is None else 0.95 * average + 0.05 * losses[-1]
+        # every step; the bar redraws at most once a second (mininterval), with the latest values
+        bar.set_postfix(loss=f"{average:.3f}", lr=f"{lr:.1e}", refresh=False)
         bar.update(1)
-        if step % log_every == 0:
-            bar.set_postfix(loss=f"{sum(losses[-log_every:]) / len(losses[-log_every:]):.3f}", lr=f"{lr:.1e}")
     bar.close()
     model.eval()
-    return {"losses": losses, "lrs": lrs, "steps": len(losses), "seconds": time.perf_counter() - start}
+    return {"losses": losses, "lrs": lrs, "steps": len(losses), "planned": steps,
+            "seconds": time.perf_counter() - start, "stopped_early": len(losses) < steps}
 
 
 # --- decoding ------------------------------------------------------------------

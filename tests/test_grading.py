@@ -4,6 +4,7 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 from autograder import course
@@ -15,15 +16,6 @@ AID = "01_self_attention"
 def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
                           cwd=cwd or course.ROOT)
-
-
-def test_check_solution_gets_full_marks():
-    proc = run("check", str(course.source_notebook(AID)))
-    print(proc.stdout)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "autograded: 11 / 11" in proc.stdout
-    assert "awaiting a human grader" in proc.stdout
-    assert "notes:" not in proc.stdout, "the instructor's own notebook needs no repair"
 
 
 def test_check_untouched_release_gets_zero(tmp_path):
@@ -56,6 +48,9 @@ def test_check_folder_of_solutions_gets_full_marks_everywhere():
     proc = run("check", str(course.SOLUTIONS))
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "autograded: 11 / 11" in proc.stdout  # 01's table
+    assert "awaiting a human grader" in proc.stdout
+    assert "notes:" not in proc.stdout, "the instructor's own notebooks need no repair"
     rows = _progress(proc.stdout)
     for aid in course.assignments():
         assert rows[aid] == (_auto_max(aid), _auto_max(aid), True), aid
@@ -118,3 +113,23 @@ def test_grade_a_class(tmp_path):
 ])
 def test_detect_assignment(path, expected):
     assert course.detect_assignment(path) == expected
+
+
+def test_notes_name_the_cell_and_whose_it_is():
+    """A note about a cell says which cell, and whether it is one of the notebook's own (a slow experiment
+    cell, say) or one the student added or changed."""
+    import hashlib
+
+    from autograder.grading import cell_name
+    cells = nbformat.read(course.release_notebook(AID), as_version=4).cells
+    index = next(i for i, c in enumerate(cells) if c.cell_type == "code" and "import torch" in c.source)
+
+    def note(source, cell_id):
+        return {"index": index, "cell_id": cell_id, "source_sha": hashlib.sha256(source.encode()).hexdigest()}
+
+    given = cell_name(note(cells[index].source, cells[index].id), AID)
+    first = next(line for line in cells[index].source.splitlines() if line.strip())
+    assert given == f"cell {index + 1}, one of the notebook's own cells, not an answer of yours ({first[:70]!r})"
+    assert cell_name(note(cells[index].source + "\nx = 1", cells[index].id), AID) == \
+        f"cell {index + 1}, one of the notebook's own cells, which you changed"
+    assert cell_name(note("while True:\n    pass", "a-new-id"), AID) == f"cell {index + 1}, a cell you added"

@@ -1,6 +1,6 @@
 """The reference decoder layer and encoder-decoder of notebook 08 (lib/decoder.py,
 lib/transformer.py) agree with PyTorch's built-ins and have the properties the
-notebook states; the decoding helpers of lib/translate.py behave."""
+notebook states; the training and decoding helpers of lib/translate.py behave."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -9,7 +9,7 @@ from torch import nn
 from lib.decoder import DecoderLayer
 from lib.masking import causal_mask, padding_mask
 from lib.transformer import Transformer, beam_search, greedy_decode
-from lib.translate import corpus_scores, lr_at, make_batches, translation_loss
+from lib.translate import corpus_scores, lr_at, make_batches, train, translation_loss
 
 D, H, D_FF = 16, 4, 32
 
@@ -184,3 +184,12 @@ def test_schedule_batches_and_scores():
     assert scores["exact_match"] == 50.0 and 0 < scores["bleu"] < 100
     smoothed = translation_loss(torch.zeros(1, 1, 4), torch.tensor([[3]]), 0, label_smoothing=0.1)
     assert smoothed.item() == pytest.approx(F.cross_entropy(torch.zeros(1, 4), torch.tensor([3])).item())
+
+
+def test_train_runs_its_steps_unless_a_time_cap_stops_it(capsys):
+    batches = [(torch.randint(3, 20, (4, 5)), torch.randint(3, 24, (4, 6))) for _ in range(3)]
+    full = train(_model(), batches, steps=7, warmup_steps=2)
+    assert full["steps"] == full["planned"] == 7 and not full["stopped_early"] and len(full["losses"]) == 7
+    assert "7/7" in capsys.readouterr().out                     # the progress bar, on stdout
+    capped = train(_model(), batches, steps=7, warmup_steps=2, max_seconds=0.0, progress=False)
+    assert capped["steps"] == 0 and capped["planned"] == 7 and capped["stopped_early"]

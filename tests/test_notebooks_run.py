@@ -1,4 +1,5 @@
-"""Every solution notebook runs top to bottom on the CPU with no error."""
+"""Every solution notebook runs top to bottom on the CPU with no error, and what its prose says of
+the printed numbers holds (tests/claims/)."""
 import time
 
 import nbformat
@@ -6,6 +7,7 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder import course
+from tests import claims
 
 
 @pytest.mark.parametrize("aid", course.assignments())
@@ -19,3 +21,4 @@ def test_solution_runs_top_to_bottom(aid, tmp_path):
     stderr = [o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "stream" and o.name == "stderr" and "TCP without encryption" not in o.text]
     assert not stderr, f"{aid} writes to stderr: {stderr[:2]}"
+    claims.check(aid, nb)

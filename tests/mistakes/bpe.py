@@ -224,7 +224,8 @@ def bpe_tokenize(word, merges):
         else:
             out.append(s)
     return out
-''', ("bpe_tokenize_rank_order",), "one left-to-right pass"),
+''', ("bpe_tokenize_edges", "bpe_tokenize_rank_order", "bpe_tokenize_unseen"),
+        "is wrong: the pairs are merged in one left-to-right pass over the word"),
     Mistake("tokenize by longest known piece", "bpe_tokenize", '''
 def bpe_tokenize(word, merges):
     vocab = {a + b for a, b in merges}
@@ -236,7 +237,8 @@ def bpe_tokenize(word, merges):
         out.append(rest[:end])
         rest = rest[end:]
     return out
-''', ("bpe_tokenize_rank_order",), "longest known pieces"),
+''', ("bpe_tokenize_rank_order", "bpe_tokenize_edges", "bpe_tokenize_unseen"),
+        "is wrong: the word is cut greedily into the longest known pieces from the left"),
     Mistake("tokenize without the end-of-word marker", "bpe_tokenize", changed(
         TOKENIZE, ('symbols = list(word) + ["</w>"]', "symbols = list(word)")),
         ("bpe_tokenize_unseen",), "marker is missing"),
@@ -246,7 +248,8 @@ def bpe_tokenize(word, merges):
     for pair in reversed(merges):
         symbols = next(iter(merge_pair(pair, {symbols: 1})))
     return list(symbols)
-''', ("bpe_tokenize_unseen",), "reverse order"),
+''', ("bpe_tokenize_edges", "bpe_tokenize_unseen", "bpe_tokenize_rank_order"),
+        "is wrong: the merges are applied in reverse order"),
     Mistake("tokenize returning a tuple", "bpe_tokenize", changed(
         TOKENIZE, ("    return symbols\n", "    return tuple(symbols)\n")), ("bpe_tokenize_edges",), "should return a list"),
     Mistake("bpe_tokenize importing the course reference", "bpe_tokenize", '''

@@ -52,25 +52,27 @@ def diagnose(actual, expected, hints, what, show):
     diagnose_all([(actual, expected, hints, what)], show)
 
 
-def _explains(case) -> list:
-    """The known mistakes that give the (wrong) answer of this case."""
-    actual, expected, hints, _ = case
-    return [message for message, wrong in (hints() if callable(hints) else hints).items()
-            if wrong is not None and actual == wrong and wrong != expected]
+def _outputs(case) -> dict:
+    """What each known mistake outputs on the input of this case (None where it cannot be worked out)."""
+    hints = case[2]
+    return hints() if callable(hints) else hints
 
 
 def diagnose_all(cases, show):
-    """``diagnose`` for several answers (actual, expected, hints, what): fail at the first wrong one, naming
-    the known mistakes that explain every wrong answer (two mistakes often agree on one input, seldom on all)."""
-    wrong = [case for case in cases if case[0] != case[1]]
+    """``diagnose`` for several answers (actual, expected, hints, what), all asked before deciding: fail at the
+    first wrong one with ONE diagnosis. It names the known mistake whose output equals the student's answer on
+    every probe, the right answers included (two mistakes often agree on one input, seldom on all); where no
+    known mistake, or more than one, fits every answer, it shows what is wrong with the first wrong answer."""
+    wrong = [i for i, case in enumerate(cases) if case[0] != case[1]]
     if not wrong:
         return
-    actual, expected, _, what = wrong[0]
-    first = _explains(wrong[0])
-    others = [_explains(case) for case in wrong[1:]]
-    known = [m for m in first if all(m in o for o in others)] or first
-    if known:  # several mistakes may give the same output: name them all
-        raise AssertionError(f"{what} is wrong: " + " (or:) ".join(known))
+    actual, expected, _, what = cases[wrong[0]]
+    outputs = [_outputs(case) for case in cases]
+    known = [message for message, output in outputs[wrong[0]].items()
+             if output is not None and output == actual and output != expected
+             and all(out.get(message) is None or out[message] == case[0] for out, case in zip(outputs, cases))]
+    if len(known) == 1:
+        raise AssertionError(f"{what} is wrong: {known[0]}")
     raise AssertionError(f"{what}: {show(actual, expected)}")
 
 

@@ -67,8 +67,8 @@ def _symbols(result, what):
 
 
 def _check(k, probes):
-    """Tokenize every (word, merges, what) of ``probes``; fail at the first wrong answer, naming the mistake
-    that explains all the wrong ones."""
+    """Tokenize every (word, merges, what) of ``probes``, then fail at the first wrong answer, naming the one
+    mistake that gives every answer (see ``diagnose_all``)."""
     cases = []
     for word, merges, what in probes:
         try:
@@ -117,7 +117,8 @@ def bpe_tokenize_rank_order(k):
 
 
 def bpe_tokenize_edges(k):
-    """No merges, one-letter words, characters never seen in training; the result is a list."""
+    """No merges, one-letter words, characters never seen in training, runs of one letter (where the pairs
+    overlap and the order of the merges shows); the result is a list."""
     no_tokenizers(k, "bpe_tokenize")
     merges = ref._train(ref.initial_word_freqs(CLASSIC), 12)
     result = _tokenize(k, "low", merges, "bpe_tokenize('low', merges)")
@@ -125,4 +126,5 @@ def bpe_tokenize_edges(k):
         raise AssertionError(f"bpe_tokenize('low', merges) should return a list of symbols, got {kind(result)}")
     _check(k, [(word, m, f"bpe_tokenize({word!r}, {m if len(m) < 3 else 'merges'})")
                for word, m in [("low", []), ("a", []), ("w", merges), ("zebra", merges), ("l0w!", merges),
-                               ("über", merges), ("aaaa", [("a", "a")]), ("aaaaa", [("a", "a"), ("aa", "aa")])]])
+                               ("über", merges), ("aaaa", [("a", "a")]), ("aaaaa", [("a", "a"), ("aa", "aa")]),
+                               ("aaa", [("a", "a"), ("aa", "a")]), ("aaaa", [("a", "a"), ("aa", "a")])]])
