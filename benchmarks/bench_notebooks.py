@@ -66,7 +66,7 @@ def check(aid: str) -> tuple[float, str]:
     proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(course.source_notebook(aid))],
                           cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    summary = next((line.split("autograded:", 1)[1].strip() for line in proc.stdout.splitlines()
+    summary = next((line.split("autograded:", 1)[1].split(";")[0].strip() for line in proc.stdout.splitlines()
                     if "autograded:" in line), f"exit {proc.returncode}")
     return seconds, summary
 
@@ -87,7 +87,7 @@ def main() -> int:
     load = f"with {args.busy} busy processes beside it" if args.busy else "otherwise idle"
     print(f"Measured on {machine()}, {load}, by `benchmarks/bench_notebooks.py`"
           f"{f' --busy {args.busy}' if args.busy else ''}:\n")
-    print("| notebook | top to bottom | `check` | check's score |")
+    print("| notebook | top to bottom | `check` | autograded score of the solution |")
     print("|---|---|---|---|")
     for aid, run, seconds, summary in rows:
         print(f"| {aid} | {run:.0f} s | {seconds:.0f} s | {summary} |")
