@@ -27,17 +27,11 @@ the thread count instead of the notebook's choice.
 import argparse
 import os
 import re
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from autograder import course  # noqa: E402
+from bench_notebooks import busy, machine, top_to_bottom  # the same runs and busy processes as the README's table
 
 BLEU_BAR, EXACT_BAR, IDLE_SECONDS_BAR = 90.0, 80.0, 240.0
 
@@ -45,25 +39,6 @@ BLEU_BAR, EXACT_BAR, IDLE_SECONDS_BAR = 90.0, 80.0, 240.0
 def printed(nb) -> str:
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
                    if o.output_type == "stream" and o.name == "stdout")
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return "unknown CPU"
-
-
-def run_notebook(keep: str | None = None) -> tuple[str, float]:
-    path = course.source_notebook("08_encoder_decoder")
-    nb = nbformat.read(path, as_version=4)
-    start = time.perf_counter()
-    NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    wall = time.perf_counter() - start
-    if keep:
-        nbformat.write(nb, keep)
-    return printed(nb), wall
 
 
 def main() -> int:
@@ -74,16 +49,11 @@ def main() -> int:
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-    try:
-        if busy:
-            time.sleep(1.0)                     # let them take their cores before the notebook looks
-        text, wall = run_notebook(args.keep)
-    finally:
-        for p in busy:
-            p.kill()
-        for p in busy:
-            p.wait()
+    with busy(args.busy):
+        nb, wall = top_to_bottom("08_encoder_decoder")
+    if args.keep:
+        nbformat.write(nb, args.keep)
+    text = printed(nb)
 
     threads = re.search(r"CPU threads: (\d+)", text).group(1)
     device = re.search(r"PyTorch \S+ on (\S+)", text).group(1)
@@ -92,7 +62,7 @@ def main() -> int:
     exact = float(re.search(r"exact match: ([\d.]+)%", text).group(1))
     beam = re.search(r"beam search \(k = 4\).*?BLEU ([\d.]+), exact match ([\d.]+)%", text)
 
-    print(f"machine: {os.cpu_count()} CPUs ({cpu_name()}), load average {load_before:.1f} before the run; "
+    print(f"machine: {machine()}, load average {load_before:.1f} before the run; "
           f"{args.busy} busy process(es) beside the notebook")
     print(f"notebook: {device}, {threads} CPU thread(s)")
     print(f"training: {done} of {planned} steps in {seconds} s")
