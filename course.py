@@ -4,6 +4,7 @@
     python3 course.py lab     set up (the first time) and open the notebooks in JupyterLab
     python3 course.py test    set up (the first time) and run the whole test suite
     python3 course.py setup   only set up: a virtual environment in .venv with everything installed
+                              (and JupyterHub's proxy in .venv/node, when npm is here)
 
 Set COURSE_TORCH to choose another PyTorch, for example
 COURSE_TORCH="torch --index-url https://download.pytorch.org/whl/cpu" for a CPU-only build.
@@ -22,6 +23,11 @@ VENV = ROOT / ".venv"
 # (pip picks the build for your machine), then the course itself.
 # environment.yml installs exactly the same list (a test checks it).
 PIP_STEPS = [["torch==2.13.0"], ["-e", ".[dev]"]]
+# JupyterHub's proxy, from the npm registry, for the hub tests (tests/test_jupyterhub.py) and
+# deploy/local/: installed into .venv/node (git-ignored). 4.6.3 asks for Node 10 or newer, so it also
+# runs on Debian 12's nodejs 18, which `apt-get install npm` brings (5.x asks for Node 20).
+PROXY = "configurable-http-proxy@4.6.3"
+PROXY_DIR = VENV / "node"
 
 
 def python() -> Path:
@@ -48,21 +54,51 @@ def setup() -> Path:
     return python()
 
 
-def install_browser() -> None:
-    """The browser test (tests/test_formgrader_browser.py) needs Debian's chromium; install it where we may."""
-    if shutil.which("chromium") or shutil.which("chromium-browser"):
+def install_system_packages() -> None:
+    """The browser tests need Debian's chromium, the hub tests npm (for the proxy): install them where we may."""
+    wanted = {"chromium": not (shutil.which("chromium") or shutil.which("chromium-browser")),
+              # Debian's npm brings its nodejs; nothing else (the proxy has no native code to compile)
+              "npm": not shutil.which("npm")}
+    wanted = [name for name, missing in wanted.items() if missing]
+    if not wanted:
         return
     if sys.platform != "linux" or not shutil.which("apt-get") or os.geteuid() != 0:
-        print("no chromium: the browser test will be skipped (on Debian or Ubuntu: apt-get install chromium)")
+        print(f"no {' or '.join(wanted)}: the tests that need them will be skipped "
+              f"(on Debian or Ubuntu: apt-get install {' '.join(wanted)})")
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for attempt in (1, 2):  # a package mirror can fail once
         try:
             sh("apt-get", "update", "-q", env=env)
-            sh("apt-get", "install", "-y", "-q", "chromium", env=env)
+            sh("apt-get", "install", "-y", "-q", *wanted, env=env)
             return
         except subprocess.CalledProcessError as e:
-            print(f"installing chromium failed (attempt {attempt}): {e}")
+            print(f"installing {' '.join(wanted)} failed (attempt {attempt}): {e}")
+
+
+def proxy_command() -> Path:
+    """Where install_proxy puts JupyterHub's proxy."""
+    return PROXY_DIR / "node_modules" / ".bin" / ("configurable-http-proxy.cmd" if os.name == "nt" else
+                                                  "configurable-http-proxy")
+
+
+def install_proxy() -> None:
+    """configurable-http-proxy, pinned, from the npm registry into .venv/node, when npm is here."""
+    name, version = PROXY.rsplit("@", 1)
+    installed = PROXY_DIR / "node_modules" / name / "package.json"
+    if proxy_command().exists() and installed.exists() and f'"version": "{version}"' in installed.read_text():
+        return
+    npm = shutil.which("npm")
+    if not npm:
+        print(f"no npm: the JupyterHub tests will be skipped (install Node.js and npm, then: "
+              f"npm install --prefix {PROXY_DIR} {PROXY})")
+        return
+    for attempt in (1, 2):  # the registry can fail once
+        try:
+            sh(npm, "install", "--prefix", PROXY_DIR, "--no-audit", "--no-fund", PROXY, cwd=ROOT)
+            return
+        except subprocess.CalledProcessError as e:
+            print(f"installing {PROXY} failed (attempt {attempt}): {e}")
 
 
 def main(argv) -> int:
@@ -71,11 +107,14 @@ def main(argv) -> int:
         print(__doc__)
         return 0 if command in ("help", "-h", "--help") else 2
     py = setup()
+    if command == "test":
+        install_system_packages()
+    if command in ("setup", "test"):
+        install_proxy()
     env = dict(os.environ, PATH=os.pathsep.join([str(py.parent), os.environ.get("PATH", "")]))
     if command == "lab":
         return subprocess.call([str(py), "-m", "jupyter", "lab", "notebooks"] + argv[2:], cwd=ROOT, env=env)
     if command == "test":
-        install_browser()
         return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile"] + argv[2:], cwd=ROOT, env=env)
     return 0
 

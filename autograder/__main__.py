@@ -6,10 +6,15 @@ from pathlib import Path
 
 from . import course
 from .bundle import bundle
+from .cluster import ClusterError
 from .grading import Limits, check_notebook, grade_many, zero_result
 from .release import release
 from .report import (class_summary, exercise_table, needs_review, plot_summary, write_class_report,
                      write_feedback, write_grades_csv)
+
+
+CLUSTER_HELP = ("grade on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786) instead of this "
+                "machine's cores; its workers must hold this course (see deploy/dask/)")
 
 
 def cmd_release(args) -> int:
@@ -21,7 +26,10 @@ def cmd_release(args) -> int:
 def cmd_check(args) -> int:
     path = Path(args.notebook)
     if path.is_dir():
-        return check_folder(path, args.jobs)
+        return check_folder(path, args.jobs, args.cluster)
+    if args.cluster:
+        print("--cluster grades a folder of notebooks; for one notebook, leave it out", file=sys.stderr)
+        return 2
     if not path.is_file():
         print(f"no such notebook: {path}", file=sys.stderr)
         return 2
@@ -34,7 +42,7 @@ def cmd_check(args) -> int:
     return 0 if result.full_marks else 1
 
 
-def check_folder(folder: Path, jobs: int) -> int:
+def check_folder(folder: Path, jobs: int, cluster: str | None = None) -> int:
     """Grade every course notebook under ``folder`` (say notebooks/) at once."""
     found = []
     for nb in sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
@@ -45,8 +53,12 @@ def check_folder(folder: Path, jobs: int) -> int:
     if not found:
         print(f"no course notebooks under {folder}", file=sys.stderr)
         return 2
-    results = grade_many([(f"you{i}", aid, nb) for i, (nb, aid) in enumerate(found)], jobs=jobs,
-                         progress=sys.stderr.isatty())
+    try:
+        results = grade_many([(f"you{i}", aid, nb) for i, (nb, aid) in enumerate(found)], jobs=jobs,
+                             progress=sys.stderr.isatty(), cluster=cluster)
+    except ClusterError as e:
+        print(e, file=sys.stderr)
+        return 2
     for r, (nb, _) in zip(results, found):
         r.notebook = str(nb)
         print(exercise_table(r), end="\n\n")
@@ -104,7 +116,7 @@ def student_id_problem(folder: Path) -> str:
     return ""
 
 
-def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True):
+def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True, cluster=None):
     """Grade a folder laid out like nbgrader's submitted/ and write every output into ``out``: grades.csv,
     report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders)."""
     submitted, out = Path(submitted).resolve(), Path(out).resolve()
@@ -114,7 +126,7 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
     out.mkdir(parents=True, exist_ok=True)
     autograded = out / "autograded"
     results = grade_many(found, jobs=jobs, keep_autograded=autograded, limits=limits, progress=progress,
-                         hide=[submitted, out])
+                         hide=[submitted, out], cluster=cluster)
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
     write_grades_csv(results, out / "grades.csv")
@@ -130,9 +142,14 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
 def cmd_grade(args) -> int:
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     memory=args.memory_mb * 2**20)
-    print(f"grading {args.submitted} with {args.jobs} workers")
+    print(f"grading {args.submitted} " + (f"on the Dask cluster at {args.cluster}" if args.cluster
+                                          else f"with {args.jobs} workers"))
     out = Path(args.out).resolve()
-    results, refused = grade_class(Path(args.submitted), out, args.jobs, limits)
+    try:
+        results, refused = grade_class(Path(args.submitted), out, args.jobs, limits, cluster=args.cluster)
+    except ClusterError as e:
+        print(e, file=sys.stderr)
+        return 2
     for r in sorted(results, key=lambda r: (r.student, r.assignment)):
         mark = "  REVIEW" if needs_review(r) else ""
         print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}{mark}"
@@ -166,11 +183,13 @@ def main(argv=None) -> int:
     p.add_argument("notebook", help="a notebook, or a folder such as notebooks/")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
     p.add_argument("--assignment", help="assignment id, when the file and folder names do not tell")
+    p.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("grade", help="grade a folder laid out like nbgrader's submitted/")
     p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
     p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
+    p.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default 60)")
     p.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default 600)")
     p.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel in MiB (default 4096)")

@@ -20,6 +20,7 @@ REFERENCE_MODULES = {
     "06_residual_layernorm": ("layer_norm", "encoder"),
     "07_bpe": ("bpe",),
     "08_encoder_decoder": ("decoder", "transformer"),
+    "09_long_sequences": ("local_attention", "linformer", "rotary", "kv_cache"),
 }
 
 

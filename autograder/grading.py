@@ -144,6 +144,10 @@ class Limits:
     scratch_mb: int = 64  # size of the kernel's own folder (and of its /tmp)
 
 
+def grader_failed(student, assignment, path, e: BaseException) -> NotebookResult:
+    return zero_result(student, assignment, path, f"the grader failed on this notebook: {type(e).__name__}: {e}")
+
+
 def zero_result(student, assignment, path, error, notes=()) -> NotebookResult:
     """Every graded cell at 0: the notebook could not be run at all."""
     solution_ids, graded = _source_cells(assignment)
@@ -157,9 +161,11 @@ class Run:
     """A grading run: a scratch folder with a sandbox kernelspec, the student's view of the course for each
     assignment, and one course folder per worker."""
 
-    def __init__(self, assignments, jobs: int, limits: Limits, hide=()):
+    def __init__(self, assignments, jobs: int, limits: Limits, hide=(), threads: int | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="autograder-"))
         self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
+        # PyTorch threads of each kernel: one share of the cores per worker, unless the caller knows better
+        self.threads = threads or max(1, (os.cpu_count() or 1) // jobs)
         spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({
@@ -179,10 +185,9 @@ class Run:
         proc = self._processes.get(worker)
         if proc is None or not proc.alive():
             env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
-                       AUTOGRADER_HIDE=os.pathsep.join([str(self.dir)] + self.hide),
                        AUTOGRADER_MEMORY=str(self.limits.memory), AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb),
                        AUTOGRADER_SCRATCH_DIR=str(self.dir / "scratch"),
-                       OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // len(self.workers))),
+                       OMP_NUM_THREADS=str(self.threads),
                        MPLBACKEND="module://autograder.nodisplay",
                        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
             proc = self._processes[worker] = Worker(worker, env)
@@ -193,7 +198,9 @@ class Run:
             proc.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def grade(self, worker: Path, student: str, assignment: str, path: Path, keep: Path | None) -> NotebookResult:
+    def grade(self, worker: Path, student: str, assignment: str, path: Path, hide=()):
+        """(NotebookResult, the graded notebook's path or None) for one submission, in ``worker``'s folder;
+        the kernel sees none of the run's folders, of ``self.hide`` and of ``hide``."""
         # nbgrader reads student ids as patterns (f[1] would match f1): it gets a plain id of ours instead
         self._ids += 1
         sid = f"s{self._ids:05d}"
@@ -203,11 +210,12 @@ class Run:
         target.parent.mkdir(parents=True)
         ok, notes, flags = intake.prepare(path, assignment, target)
         if not ok:
-            return zero_result(student, assignment, path, notes[0], notes)
+            return zero_result(student, assignment, path, notes[0], notes), None
         (worker / "notes.json").unlink(missing_ok=True)
         log = worker / f"sandbox-{uuid.uuid4().hex}.log"
         view = self.views[assignment]
-        env = {"AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log),
+        env = {"AUTOGRADER_HIDE": os.pathsep.join([str(self.dir), *self.hide, *map(str, hide)]),
+               "AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log),
                "AUTOGRADER_VIEW": str(view), "AUTOGRADER_KEEP": str(course.release_notebook(assignment).parent)}
         answer = self.process(worker).autograde(assignment, sid, env, self.limits.notebook_timeout + 120)
         if answer is None:
@@ -228,12 +236,18 @@ class Run:
             for c in r.cells:
                 if not c.manual and c.score == 0 and not c.message:
                     c.message = r.error
-        if keep is not None and graded.is_file():
-            try:
-                files.write(keep / student / assignment / f"{assignment}.ipynb", files.read(graded), root=keep)
-            except OSError as e:
-                r.notes.append(f"the graded notebook could not be kept: {e}")
-        return r
+        return r, (graded if graded.is_file() else None)
+
+
+def keep_graded(r: NotebookResult, graded: Path | bytes | None, keep: Path | None) -> None:
+    """Copy the graded notebook of ``r`` (a file, or its bytes) to <keep>/<student>/<assignment>/<assignment>.ipynb."""
+    if keep is None or graded is None:
+        return
+    try:
+        data = graded if isinstance(graded, bytes) else files.read(graded)
+        files.write(keep / r.student / r.assignment / f"{r.assignment}.ipynb", data, root=keep)
+    except OSError as e:
+        r.notes.append(f"the graded notebook could not be kept: {e}")
 
 
 def cell_name(note: dict, assignment: str) -> str:
@@ -326,26 +340,36 @@ def _sandbox_state(log: Path) -> str:
     return "limits only" + (f" ({state['error']})" if state.get("error") else " (not Linux)")
 
 
+def progress_bar(total: int, progress: bool):
+    """A bar on stderr that counts graded notebooks and shows the time left, or None."""
+    if not progress:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="notebook", desc="grading", file=sys.stderr)
+
+
 def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, limits: Limits | None = None,
-               progress: bool = False, hide=()):
+               progress: bool = False, hide=(), cluster: str | None = None):
     """Grade ``submissions``, a list of (student_id, assignment_id, notebook path).
 
     Returns a list of NotebookResult in the same order. ``jobs`` workers grade
-    at once; with ``progress``, a bar on stderr counts finished notebooks.
+    at once on this machine, or, with ``cluster`` (a Dask scheduler's address),
+    the workers of that cluster (``autograder.cluster``); with ``progress``, a
+    bar on stderr counts finished notebooks.
     """
     if not submissions:
         return []
     limits = limits or Limits()
+    if cluster:
+        from .cluster import grade_on_cluster
+        return grade_on_cluster(cluster, submissions, keep_autograded, limits, progress, hide)
     jobs = max(1, min(jobs, len(submissions)))
     run = Run(sorted({aid for _, aid, _ in submissions}), jobs, limits, hide)
     todo = queue.Queue()
     for i, sub in enumerate(submissions):
         todo.put((i, *sub))
     results = [None] * len(submissions)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(submissions), unit="notebook", desc="grading", file=sys.stderr)
+    bar = progress_bar(len(submissions), progress)
 
     def work(worker):
         while True:
@@ -354,10 +378,10 @@ def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, 
             except queue.Empty:
                 return
             try:
-                results[i] = run.grade(worker, student, aid, Path(path), keep_autograded)
+                results[i], graded = run.grade(worker, student, aid, Path(path))
+                keep_graded(results[i], graded, keep_autograded)
             except Exception as e:  # noqa: BLE001 - one broken submission must not stop the class
-                results[i] = zero_result(student, aid, path, f"the grader failed on this notebook: "
-                                                             f"{type(e).__name__}: {e}")
+                results[i] = grader_failed(student, aid, path, e)
             if bar is not None:
                 bar.update(1)
 

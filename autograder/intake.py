@@ -33,14 +33,21 @@ def _grade_id(cell):
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
-def read_submission(path):
-    """(notebook or None, notes): the file parsed as a v4 notebook, or why it cannot be."""
+def read_bytes(path):
+    """(bytes or None, notes): the submitted file, read once, or why it cannot be read."""
     try:
-        raw = files.read(path)
+        return files.read(path), []
     except files.UnsafeFile as e:
         return None, [f"the notebook could not be read: {e}"]
     except OSError as e:
         return None, [f"the notebook could not be read: {e.strerror}"]
+
+
+def read_submission(path):
+    """(notebook or None, notes): the file parsed as a v4 notebook, or why it cannot be."""
+    raw, notes = read_bytes(path)
+    if raw is None:
+        return None, notes
     if not raw.strip():
         return None, ["the notebook file is empty"]
     try:

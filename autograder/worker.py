@@ -26,12 +26,25 @@ def _warm_up() -> None:
     import autograder.checks  # noqa: F401
 
 
+def _orphaned(parent: int) -> None:
+    """End this worker, and the kernel it runs, when the grader that started it is gone (killed, say, with the
+    Dask worker it served): grading on for nobody would only take a core from the rest of the class."""
+    import signal
+    import time
+    while os.getppid() == parent:
+        time.sleep(1)
+    if os.getpgrp() == os.getpid():  # the group the grader started it in: this worker and nbgrader's children
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os._exit(1)
+
+
 def main(root: str) -> None:
     import threading
 
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
+    threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True).start()
     threading.Thread(target=_warm_up, daemon=True).start()
     os.chdir(root)
     config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()

@@ -14,6 +14,10 @@ notebook can still finish the next):
 - ``bpe``             07: byte-pair encoding: pair counts, merges, training, tokenizing
 - ``decoder``         08: the decoder layer (masked self-attention, cross-attention, feed-forward)
 - ``transformer``     08: the encoder-decoder Transformer, greedy decoding (and beam search)
+- ``local_attention`` 09: sliding-window and global-token masks (BigBird's pattern)
+- ``linformer``       09: self-attention with keys and values projected to k rows
+- ``rotary``          09: rotary position embedding
+- ``kv_cache``        09: greedy decoding with cached keys and values
 
 Support:
 
@@ -23,6 +27,8 @@ Support:
 - ``subword``         a joint English/German BPE tokenizer with Hugging Face ``tokenizers`` (08)
 - ``multi30k``        the real Multi30k corpus: download, checksum, local cache (08)
 - ``translate``       training a translation model (warmup, label smoothing), beam search, BLEU (08)
+- ``banded_attention`` sliding-window attention in O(T·w) time and memory (09)
+- ``length_generalisation`` learned, sinusoidal and rotary positions beyond the training length (09)
 - ``plots``           attention heatmaps and other pictures
 - ``testing``         readable assertions used by the notebooks' checks
 - ``guard``           marks the reference code, so graders can switch it off

@@ -34,6 +34,17 @@ def as_tensor(result, what):
     return result
 
 
+def form_problem(mask, shape, what):
+    """What is wrong with a mask's shape, dtype or device (the CPU by default), or None."""
+    if tuple(mask.shape) != tuple(shape):
+        return f"{what} has shape {tuple(mask.shape)}, expected {tuple(shape)}"
+    if mask.dtype != torch.bool:
+        return f"{what} has dtype {mask.dtype}: {DTYPE_HINT}"
+    if mask.device.type != "cpu":
+        return f"{what} is on the {mask.device} device, expected the CPU (device=None means the CPU)"
+    return None
+
+
 def mismatch(actual, expected, what):
     idx, a, e = first_difference(actual, expected, 0, 0)
     return f"{what} differs from the expected mask: first at index {idx}, got {bool(a)}, expected {bool(e)}"

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from lib.testing import assert_close
 
 from ..common import seeded
-from . import DTYPE_HINT, as_tensor, device_check, mismatch, qkv, sdpa
+from . import DTYPE_HINT, as_tensor, device_check, form_problem, mismatch, qkv, sdpa
 
 
 def tril(size, diagonal=0):
@@ -19,12 +19,9 @@ def causal_problem(mask, size, what):
     if tuple(mask.shape) == (1, size, size) and size > 1:
         return (f"{what} has shape {tuple(mask.shape)}, expected ({size}, {size}): return the (size, size) matrix "
                 f"without a leading batch dimension; broadcasting adds the batch and head dimensions when needed")
-    if tuple(mask.shape) != (size, size):
-        return f"{what} has shape {tuple(mask.shape)}, expected ({size}, {size})"
-    if mask.dtype != torch.bool:
-        return f"{what} has dtype {mask.dtype}: {DTYPE_HINT}"
-    if mask.device.type != "cpu":
-        return f"{what} is on the {mask.device} device, expected the CPU (device=None means the CPU)"
+    problem = form_problem(mask, (size, size), what)
+    if problem:
+        return problem
     if torch.equal(mask, expected):
         return None
     if size > 1 and torch.equal(mask, tril(size, -1)):

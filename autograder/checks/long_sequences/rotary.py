@@ -1,0 +1,133 @@
+"""apply_rotary(x, positions): rotate each feature pair (2i, 2i+1) of x (..., T, d) by positions * 10000^(-2i/d);
+ValueError for odd d. Then rot(q, i) . rot(k, j) depends on i - j only."""
+import torch
+
+from lib.testing import assert_close
+
+from ..common import seeded
+from ..kernel import StudentError
+from ..masking import device_check
+
+PAIRS_HINT = ("x[..., 0::2] and x[..., 1::2] are the two halves of the pairs (2i, 2i+1); stack the rotated halves "
+              "on a new last dimension and flatten it to interleave them again")
+
+
+def rotary(x, positions, halves=False, freq="2i/d", sign=1.0, ignore_positions=False, swap=False):
+    """The rotation computed here (in float64), or with one mistake put in on purpose."""
+    d = x.shape[-1]
+    p = torch.arange(x.shape[-2]) if ignore_positions else positions
+    i = torch.arange(d // 2, dtype=torch.float64)
+    exponent = {"2i/d": -2 * i / d, "i/d": -i / d, "+2i/d": 2 * i / d}[freq]
+    angle = p.to(torch.float64)[..., None] * 10000.0 ** exponent            # (T, d/2)
+    cos, sin = angle.cos(), sign * angle.sin()
+    if swap:
+        cos, sin = sin, cos
+    xd = x.double()
+    if halves:
+        a, b = xd[..., : d // 2], xd[..., d // 2:]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), -1).to(x.dtype)
+    a, b = xd[..., 0::2], xd[..., 1::2]
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2).to(x.dtype)
+
+
+def _hints(x, positions):
+    d = x.shape[-1]
+    out = {
+        "the pairs are the two halves of the vector (i, i + d/2); this exercise rotates the interleaved pairs "
+        "(2i, 2i+1): " + PAIRS_HINT: rotary(x, positions, halves=True),
+        f"the angles use 10000^(-i/d) for pair i; pair i (features 2i and 2i+1) turns by p * 10000^(-2i/d), as in "
+        f"notebook 02's table (here d = {d})": rotary(x, positions, freq="i/d"),
+        "the frequencies are 10000^(+2i/d), which grow with i: divide by 10000^(2i/d), i.e. multiply by "
+        "10000^(-2i/d)": rotary(x, positions, freq="+2i/d"),
+        "the rotation goes the wrong way (a sign error): (a, b) -> (a cos t - b sin t, a sin t + b cos t)":
+            rotary(x, positions, sign=-1.0),
+        "cos and sin are swapped: (a, b) -> (a cos t - b sin t, a sin t + b cos t)": rotary(x, positions, swap=True),
+    }
+    if not torch.equal(positions, torch.arange(x.shape[-2])):
+        out["the positions argument is ignored: the rotation uses 0, 1, ..., T-1 instead of the given positions"] = \
+            rotary(x, positions, ignore_positions=True)
+    return out
+
+
+CASES = [  # shape of x, positions, dtype
+    ((2, 5, 8), torch.arange(5), torch.float32),
+    ((3, 2, 6, 4), torch.arange(6) + 3, torch.float32),
+    ((6, 4), torch.tensor([4, 0, 7, 2, 9, 1]), torch.float32),
+    ((2, 3, 16), torch.tensor([0.5, 12.25, 100.0]), torch.float32),
+    ((1, 1, 6), torch.tensor([37]), torch.float32),
+    ((2, 4, 10), torch.arange(4) * 5, torch.float64),
+]
+
+
+def _what(shape, positions, dtype):
+    dt = "" if dtype == torch.float32 else f", {str(dtype).replace('torch.', '')}"
+    return f"apply_rotary(x of shape {shape}{dt}, positions={positions.tolist()})"
+
+
+def apply_rotary_values(k):
+    """Equals the rotation computed here on vectors with and without leading dims, integer and fractional
+    positions not in order, T = 1, d from 4 to 16, float32 and float64 (the output keeps x's dtype)."""
+    fn = k.student("apply_rotary")
+    g = seeded(93)
+    for shape, positions, dtype in CASES:
+        x = torch.randn(*shape, generator=g, dtype=dtype)
+        what = _what(shape, positions, dtype)
+        out = k.call(what, fn, x, positions, hint=PAIRS_HINT, no_grad=True)
+        expected = rotary(x, positions)
+        if torch.is_tensor(out) and out.dtype != dtype and out.shape == expected.shape:
+            raise AssertionError(f"{what} returns dtype {out.dtype}: keep the dtype of x ({dtype})")
+        assert_close(out, expected, what, atol=1e-5, rtol=1e-4, hints=_hints(x, positions))
+
+
+def apply_rotary_relative(k):
+    """What the rotation is for: the score rot(q, i) . rot(k, j) depends on i - j only (shifting every position by
+    the same amount leaves all scores unchanged), and the rotation keeps the length of every vector."""
+    fn = k.student("apply_rotary")
+    g = seeded(94)
+    T, d = 6, 8
+    q, key = torch.randn(2, T, d, generator=g), torch.randn(2, T, d, generator=g)
+    pos = torch.arange(T)
+    rq, rk = k.call(f"apply_rotary(q of shape {(2, T, d)}, positions 0..{T - 1})", fn, q, pos, no_grad=True), \
+        k.call(f"apply_rotary(k of shape {(2, T, d)}, positions 0..{T - 1})", fn, key, pos, no_grad=True)
+    for name, value in (("q", rq), ("k", rk)):
+        if not torch.is_tensor(value) or value.shape != q.shape:
+            raise AssertionError(f"apply_rotary({name} of shape {(2, T, d)}, positions) should return a tensor of "
+                                 f"the same shape, got {getattr(value, 'shape', type(value).__name__)}")
+    if not torch.allclose(rq.norm(dim=-1), q.norm(dim=-1), atol=1e-4):
+        raise AssertionError("apply_rotary changes the length of the vectors: a rotation keeps it. Each pair (a, b) "
+                             "becomes (a cos t - b sin t, a sin t + b cos t), with the same angle t for a and b")
+    for shift in (5, 40):
+        sq = k.call(f"apply_rotary(q, positions {shift}..{shift + T - 1})", fn, q, pos + shift, no_grad=True)
+        sk = k.call(f"apply_rotary(k, positions {shift}..{shift + T - 1})", fn, key, pos + shift, no_grad=True)
+        before, after = rq @ rk.transpose(-2, -1), sq @ sk.transpose(-2, -1)
+        if not torch.allclose(before, after, atol=1e-3, rtol=1e-4):
+            diff = (before - after).abs()
+            where = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
+            raise AssertionError(
+                f"with apply_rotary, the score of query i and key j changes when every position is shifted by "
+                f"{shift} (first at (batch, i, j) = {where}: {before[where]:.5g} -> {after[where]:.5g}): it should "
+                f"depend on i - j only. Rotate every pair by an angle proportional to the position, "
+                f"p * 10000^(-2i/d), with nothing else depending on p")
+
+
+def apply_rotary_edge_cases(k):
+    """A ValueError for an odd number of features; the rotation is made on the device of x (the data-free 'meta'
+    device: no tensor made on the CPU)."""
+    fn = k.student("apply_rotary")
+    for shape in ((2, 3, 5), (4, 1)):
+        what = f"apply_rotary(x of shape {shape}, positions)"
+        x = torch.zeros(shape)
+        try:
+            k.call(what, fn, x, torch.arange(shape[-2]))
+        except StudentError as e:
+            if "ValueError" in e.types:
+                continue
+            raise AssertionError(f"{what} should raise a ValueError (features come in pairs, so d must be even), "
+                                 f"but it raised {e.kind}: {e.raw.splitlines()[0] if e.raw else ''}") from None
+        raise AssertionError(f"{what} should raise a ValueError: features come in pairs (2i, 2i+1), so d must be "
+                             f"even; check x.shape[-1] % 2 first")
+    hint = ("make the frequencies on the device of x, e.g. torch.arange(0, d, 2, device=x.device), and move "
+            "positions there with positions.to(x.device)")
+    x = torch.zeros(2, 5, 8, device="meta")
+    device_check(k, fn, (x, torch.arange(5, device="meta")), {}, "apply_rotary(x on the 'meta' device, positions)",
+                 "meta", hint)
