@@ -9,6 +9,7 @@ from .bundle import bundle
 from .cluster import ClusterError
 from .grading import Limits, check_notebook, grade_many, zero_result
 from .release import release
+from .sandbox import preflight
 from .report import (class_summary, exercise_table, needs_review, plot_summary, write_class_report,
                      write_feedback, write_grades_csv)
 
@@ -116,9 +117,24 @@ def student_id_problem(folder: Path) -> str:
     return ""
 
 
-def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True, cluster=None):
+class NotIsolated(Exception):
+    """Kernels cannot be isolated on this machine, and the instructor did not accept that."""
+
+
+def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True, cluster=None,
+                allow_unisolated: bool = False):
     """Grade a folder laid out like nbgrader's submitted/ and write every output into ``out``: grades.csv,
-    report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders)."""
+    report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders).
+
+    Refuses (``NotIsolated``) where this machine cannot give each kernel namespaces of its own, unless
+    ``allow_unisolated``: with per-process limits only, one student's code can reach the others'."""
+    if not cluster and not allow_unisolated:
+        why = preflight()
+        if why:
+            raise NotIsolated(f"refusing to grade a class: {why}. Each student's kernel would run with "
+                              f"per-process limits only, where one submission can reach the others and the "
+                              f"grader's files. Grade on Linux with user namespaces (or as root), or pass "
+                              f"--allow-unisolated to accept that.")
     submitted, out = Path(submitted).resolve(), Path(out).resolve()
     found, missing, refused = find_submissions(submitted)
     for folder, why in refused:
@@ -146,8 +162,9 @@ def cmd_grade(args) -> int:
                                           else f"with {args.jobs} workers"))
     out = Path(args.out).resolve()
     try:
-        results, refused = grade_class(Path(args.submitted), out, args.jobs, limits, cluster=args.cluster)
-    except ClusterError as e:
+        results, refused = grade_class(Path(args.submitted), out, args.jobs, limits, cluster=args.cluster,
+                                       allow_unisolated=args.allow_unisolated)
+    except (ClusterError, NotIsolated) as e:
         print(e, file=sys.stderr)
         return 2
     for r in sorted(results, key=lambda r: (r.student, r.assignment)):
@@ -193,6 +210,8 @@ def main(argv=None) -> int:
     p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default 60)")
     p.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default 600)")
     p.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel in MiB (default 4096)")
+    p.add_argument("--allow-unisolated", action="store_true",
+                   help="grade even where kernels cannot be isolated (no namespaces): per-process limits only")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser("bundle", help="zip what students get: release notebooks up to NN, lib references before NN")
     p.add_argument("--upto", required=True, help="last notebook in the bundle: its id or two digits (04)")

@@ -22,8 +22,9 @@ time or on the output it keeps. This step runs the cells one by one and:
   cell and every later code cell get an error output that says why (so they
   score 0), and the cells before keep their points;
 - keeps at most ``output_limit`` bytes of output per cell;
-- writes what happened (``notes``) to the JSON file named by the
-  ``AUTOGRADER_NOTES`` environment variable, for the grading report.
+- writes what happened (``notes``, some of them ``flag``-ged for a person
+  to review) to the JSON file named by the ``AUTOGRADER_NOTES`` environment
+  variable, for the grading report.
 
 A graded cell with no judge in ``autograder.checks`` (one an instructor
 added in nbgrader's usual style) runs in the kernel as stock nbgrader would;
@@ -31,17 +32,22 @@ the report says so.
 
 The course's nbgrader_config.py puts it in place of nbgrader's Execute.
 """
+import asyncio
 import base64
 import hashlib
 import json
 import os
+import shutil
 import signal
+import tempfile
 from time import monotonic
 
+from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import CaselessStrEnum, Integer
 
 from . import probe
 
@@ -57,18 +63,43 @@ class KernelStopped(Exception):
 
 
 class RemoteTransport:
-    """Carries a judge's requests to the kernel being graded, through the executor's kernel client."""
+    """Carries a judge's requests to the kernel being graded, through the executor's kernel client; the
+    kernel's questions in the middle of a request (input requests) are answered by ``answer``."""
 
     def __init__(self, executor: "GuardedExecute", cell_index: int):
         self.executor, self.cell_index = executor, cell_index
 
-    def __call__(self, text: str) -> str:
-        return self.executor.probe(text, self.cell_index)
+    def __call__(self, text: str, answer=None) -> str:
+        return self.executor.probe(text, self.cell_index, answer)
+
+
+class SocketKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel listens on Unix sockets (Jupyter's ``ipc`` transport), in a fresh
+    folder of its own, not on TCP ports of the host.
+
+    TCP ports on the host's loopback are reachable by every process on the machine, every other student's
+    kernel included. With Unix sockets the grading kernel needs no network at all, so the sandbox gives it
+    a network namespace of its own (``autograder.sandbox``)."""
+    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    def _ip_default(self) -> str:
+        if self.transport != "ipc":
+            return super()._ip_default()
+        return os.path.join(tempfile.mkdtemp(prefix="k", dir=os.environ.get("AUTOGRADER_SOCKETS") or None), "ipc")
+
+    def cleanup_ipc_files(self) -> None:
+        super().cleanup_ipc_files()
+        if self.transport == "ipc" and os.path.basename(self.ip) == "ipc":
+            shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
 
 
 class GuardedExecute(Execute):
     notebook_timeout = Integer(900, help="Seconds for the whole notebook").tag(config=True)
     output_limit = Integer(1_000_000, help="Bytes of output kept per cell").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SocketKernelManager)  # nbgrader's Execute sets its own
+        super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources, retries=None):
         self._deadline = monotonic() + self.notebook_timeout
@@ -85,12 +116,12 @@ class GuardedExecute(Execute):
                 with open(path, "w") as f:
                     json.dump(self._notes, f)
 
-    def _note(self, cell, text: str) -> None:
+    def _note(self, cell, text: str, flag: bool = False) -> None:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
         index = next((i for i, c in enumerate(self.nb.cells) if c is cell), None)
         where = {} if index is None else {"index": index, "cell_id": str(cell.get("id", "")),
                                           "source_sha": hashlib.sha256(cell.source.encode()).hexdigest()}
-        self._notes.append({"grade_id": gid, "note": text, **where})
+        self._notes.append({"grade_id": gid, "note": text, **where, **({"flag": True} if flag else {})})
 
     def _get_timeout(self, cell):
         end = self._deadline if self._judge_deadline is None else min(self._deadline, self._judge_deadline)
@@ -155,8 +186,9 @@ class GuardedExecute(Execute):
         budget = self._get_timeout(cell)
         self._judge_deadline = monotonic() + budget
         cell.outputs, cell.execution_count = [], None
+        flags = []
         try:
-            message = checks.judge(self._assignment, gid, RemoteTransport(self, index))
+            message = checks.judge(self._assignment, gid, RemoteTransport(self, index), flags)
         except KernelStopped:
             return cell  # the outputs and notes are written
         except checks.ProbeFailure as e:
@@ -168,18 +200,22 @@ class GuardedExecute(Execute):
             self._note(cell, f"its check stopped with {type(e).__name__}: {str(e)[:200]}; please look at it")
         finally:
             self._judge_deadline = None
+        for text in flags:
+            self._note(cell, text, flag=True)
         if message is not None:
             cell.outputs = [error_output("AssertionError", message)]
         return cell
 
-    def probe(self, text: str, index: int) -> str:
-        """Send one request to the kernel and return its reply (see ``autograder.probe``)."""
+    def probe(self, text: str, index: int, answer=None) -> str:
+        """Send one request to the kernel and return its reply (see ``autograder.probe``). While it runs, the
+        kernel may ask questions (a stand-in for one of the notebook's references, through the stdin channel):
+        ``answer`` gives the reply to each."""
         code = PROBE_CODE.format(base64.b64encode(text.encode()).decode("ascii"))
         request = NotebookNode(cell_type="code", source=code, metadata={}, outputs=[], execution_count=None)
         cell = self.nb.cells[index]
         self._probing = []
         try:
-            self.execute_cell(request, index, store_history=False)
+            run_sync(self._async_probe_cell)(request, index, answer)
         except DeadKernelError:
             self._died(cell)
             raise KernelStopped() from None
@@ -198,6 +234,23 @@ class GuardedExecute(Execute):
         if not replies:
             raise _failure("the kernel sent no answer")
         return replies[-1]
+
+    async def _async_probe_cell(self, request, index: int, answer) -> None:
+        """Run a request cell with the stdin channel open, answering each input request with ``answer``."""
+        async def questions():
+            while True:
+                msg = await ensure_async(self.kc.stdin_channel.get_msg())
+                if msg.get("msg_type") == "input_request":
+                    prompt = str(msg.get("content", {}).get("prompt", ""))
+                    self.kc.input(answer(prompt) if answer else probe.pack({"ok": False, "fault": "no answer"}, {}))
+
+        asking = asyncio.ensure_future(questions())
+        self.kc.allow_stdin = True
+        try:
+            await self.async_execute_cell(request, index, store_history=False)
+        finally:
+            self.kc.allow_stdin = False
+            asking.cancel()
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})

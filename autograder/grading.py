@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, files, intake
+from . import cgroup, course, files, intake, sandbox
 from .bundle import student_view
 from .course import exercise_of
 from .nbgrader_run import make_course
@@ -142,6 +142,7 @@ class Limits:
     memory: int = 4 * 2**30  # bytes of address space for the kernel
     output: int = 1_000_000  # bytes of output kept per cell
     scratch_mb: int = 64  # size of the kernel's own folder (and of its /tmp)
+    pids: int = sandbox.PIDS  # processes and threads of a kernel and everything it starts, together
 
 
 def grader_failed(student, assignment, path, e: BaseException) -> NotebookResult:
@@ -163,6 +164,7 @@ class Run:
 
     def __init__(self, assignments, jobs: int, limits: Limits, hide=(), threads: int | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+        self.dir.chmod(0o711)  # a kernel running as a uid of its own must reach its view inside
         self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
         # PyTorch threads of each kernel: one share of the cores per worker, unless the caller knows better
         self.threads = threads or max(1, (os.cpu_count() or 1) // jobs)
@@ -173,6 +175,7 @@ class Run:
             "display_name": "Python 3 (course grader)", "language": "python"}))
         self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
         (self.dir / "scratch").mkdir()
+        (self.dir / "s").mkdir()  # the kernels' Unix sockets: a short path, as socket paths must be
         self.workers, self._processes = [], {}
         for k in range(jobs):  # each worker releases the assignments into its own gradebook when it starts
             w = make_course(self.dir / f"w{k}", assignments, limits=limits)
@@ -185,8 +188,9 @@ class Run:
         proc = self._processes.get(worker)
         if proc is None or not proc.alive():
             env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
-                       AUTOGRADER_MEMORY=str(self.limits.memory), AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb),
-                       AUTOGRADER_SCRATCH_DIR=str(self.dir / "scratch"),
+                       AUTOGRADER_MEMORY=str(self.limits.memory),
+                       AUTOGRADER_PIDS=str(self.limits.pids), AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb),
+                       AUTOGRADER_SCRATCH_DIR=str(self.dir / "scratch"), AUTOGRADER_SOCKETS=str(self.dir / "s"),
                        OMP_NUM_THREADS=str(self.threads),
                        MPLBACKEND="module://autograder.nodisplay",
                        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -226,9 +230,11 @@ class Run:
         r.student, r.notebook = student, Path(path).name
         r.notes, r.flags = notes, flags
         if (worker / "notes.json").is_file():
-            r.notes += [f"{n['grade_id'] or cell_name(n, assignment)}: {n['note']}"
-                        for n in json.loads(files.read(worker / "notes.json"))]
-        r.sandbox = _sandbox_state(log)
+            for n in json.loads(files.read(worker / "notes.json")):  # the executor's: a flag asks for a person
+                (r.flags if n.get("flag") else r.notes).append(f"{n['grade_id'] or cell_name(n, assignment)}: "
+                                                                f"{n['note']}")
+        r.sandbox, hits = _sandbox_state(log)
+        r.notes += limit_notes(hits, self.limits)
         if not answer["success"] and not r.error:
             text = answer["log"] + "\n" + answer["error"]
             errors = [line for line in text.splitlines() if "ERROR" in line or "Error" in line]
@@ -279,9 +285,18 @@ class Worker:
     """One ``autograder.worker`` process (see there), and the pipe to it."""
 
     def __init__(self, root: Path, env: dict):
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.worker", str(root)], cwd=root, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        answers, write = os.pipe()  # the worker's answers come on a pipe of their own (see autograder.worker)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "autograder.worker", str(root)], cwd=root,
+                                         env=dict(env, AUTOGRADER_ANSWER_FD=str(write)), pass_fds=(write,),
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            os.close(answers)
+            raise
+        finally:
+            os.close(write)
+        self.answers = os.fdopen(answers, "rb", buffering=0)
         self.buffer = b""
         answer = self._answer(300)
         self.ready = bool(answer and answer.get("ready"))
@@ -312,9 +327,9 @@ class Worker:
                 if line.startswith(MARK.encode()):
                     return json.loads(line[len(MARK):])
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+            if left <= 0 or not select.select([self.answers], [], [], left)[0]:
                 return None
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            chunk = os.read(self.answers.fileno(), 65536)
             if not chunk:  # the process ended
                 self.ready = False
                 return None
@@ -327,17 +342,37 @@ class Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        self.answers.close()
 
-def _sandbox_state(log: Path) -> str:
+def _sandbox_state(log: Path) -> tuple[str, list]:
+    """Which protections the kernel ran under ('isolated', or 'limits only (why)'), and the limits of the
+    sandbox it reached ('memory', 'processes'), from the launcher's log (see autograder.sandbox)."""
     try:
         lines = files.read(log, 2**16).decode().splitlines()
         log.unlink()
-    except (OSError, UnicodeDecodeError):
-        return "unknown (the kernel did not start)"
-    state = json.loads(lines[0]) if lines else {}
+        states = [json.loads(line) for line in lines]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "unknown (the kernel did not start)", []
+    state = states[0] if states else {}
+    hits = [h for s in states[1:] for h in s.get("hits", [])]
+    group = cgroup.Group.reopen(state["cgroup"]) if state.get("cgroup") else None
+    if group is not None:  # the sandbox is gone by now: read which limits it reached, then remove its group
+        hits += group.hits()
+        group.remove()
+    if state.get("namespaces") and state.get("network"):
+        return "isolated", hits
     if state.get("namespaces"):
-        return "isolated"
-    return "limits only" + (f" ({state['error']})" if state.get("error") else " (not Linux)")
+        return "isolated files, shared network (the kernel did not use Unix sockets)", hits
+    return "limits only" + (f" ({state['error']})" if state.get("error") else " (not Linux)"), hits
+
+
+def limit_notes(hits, limits: "Limits") -> list:
+    """What the report says of each sandbox limit a kernel reached."""
+    said = {"memory": f"the kernel and the processes it started reached their memory limit "
+                      f"({limits.memory // 2**20} MiB together) and were stopped",
+            "processes": f"the kernel and the processes it started reached their limit of {limits.pids} "
+                         f"processes and threads together; starting more failed"}
+    return [said[h] for h in dict.fromkeys(hits) if h in said]
 
 
 def progress_bar(total: int, progress: bool):

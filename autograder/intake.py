@@ -107,7 +107,16 @@ def rebuild(nb, assignment):
         cell = copy.deepcopy(cell)
         cell["id"] = generate_corpus_id()  # ids must stay unique in the rebuilt notebook
         extra_after.setdefault(anchor, []).append(cell)
-    cells = list(extra_after[None])
+    cells = []
+
+    def add_own(extra, where):  # a cell the student added: run as written, without outputs, and scanned
+        if extra.get("cell_type") == "code":
+            extra.outputs, extra.execution_count = [], None
+            if extra.get("source", "") not in given:
+                flags.extend(f"a cell of your own {where}: {why}" for why in suspicious(extra.get("source", "")))
+        cells.append(extra)
+    for extra in extra_after[None]:
+        add_own(extra, "before the first exercise")
     for ref in skeleton:
         gid = _grade_id(ref)
         meta = ref.metadata["nbgrader"]
@@ -137,11 +146,7 @@ def rebuild(nb, assignment):
             out.outputs, out.execution_count = [], None
         cells.append(out)
         for extra in extra_after.get(gid, []):
-            if extra.get("cell_type") == "code":
-                extra.outputs, extra.execution_count = [], None
-                if extra.get("source", "") not in given:
-                    flags += [f"a cell of your own after {gid}: {why}" for why in suspicious(extra.get("source", ""))]
-            cells.append(extra)
+            add_own(extra, f"after {gid}")
     graded = nbformat.v4.new_notebook(metadata=copy.deepcopy(release.metadata))
     graded.cells = cells
     return graded, notes, flags

@@ -25,13 +25,16 @@ display message of type ``MIME``. When the judge runs inside the kernel (stock
 nbgrader without the course's configuration, or the test suite's fast path),
 it calls ``handle`` directly, with the same texts.
 """
+import _thread
 import base64
 import builtins
 import collections
 import contextlib
 import json
+import os
 import re
 import sys
+import threading
 import time
 import types
 import warnings
@@ -218,13 +221,15 @@ def serve(text: str) -> None:
     from IPython.display import publish_display_data
     shell = builtins.get_ipython()
     state = shell.__dict__.setdefault("_autograder_probe", {"handles": {}})
+    state["ask"] = shell.kernel.raw_input  # a stand-in's question to the grader: an input request (stdin channel)
     publish_display_data({MIME: handle(text, shell.user_ns, state)})
 
 
 def handle(text: str, namespace: dict, state: dict) -> str:
     """The reply (a JSON text) to one request, run against the notebook's ``namespace``.
 
-    ``state`` keeps the handles of objects between requests. A reply is
+    ``state`` keeps the handles of objects between requests, and ``state["ask"]`` sends a stand-in's
+    question to the grader and returns its answer (see ``_stub``). A reply is
     ``{"ok": true, "v": ...}`` or ``{"ok": false, "error": {...}}`` when the
     student's code raised, or ``{"ok": false, "fault": "..."}`` when the request
     itself could not be served.
@@ -233,9 +238,10 @@ def handle(text: str, namespace: dict, state: dict) -> str:
     try:
         message, tensors = unpack(text)
         op = message.get("op")
-        decode_value = Decoder(tensors, ref=lambda d: _resolve(d, namespace, handles))
+        decode_value = Decoder(tensors, ref=lambda d: _resolve(d, namespace, handles, state))
         if op == "reset":
             handles.clear()
+            state.pop("stubs", None)
             return pack({"ok": True, "v": None}, {})
         if op not in OPS:
             raise WireError(f"unknown request {op!r}")
@@ -263,8 +269,9 @@ def _text(e: BaseException) -> str:
         return f"(a {type(e).__name__} that cannot be printed)"
 
 
-def _resolve(ref: dict, namespace: dict, handles: dict):
-    """The object a reference names: a name in the notebook or a handle, then attributes."""
+def _resolve(ref: dict, namespace: dict, handles: dict, state: dict):
+    """The object a reference names: a name in the notebook, a handle, a module or a stand-in for a reference
+    that stays in the grader (``_stub``), then attributes."""
     if "global" in ref:
         name = ref["global"]
         if name not in namespace:
@@ -276,6 +283,8 @@ def _resolve(ref: dict, namespace: dict, handles: dict):
         obj = importlib.import_module(str(ref["import"]))
     elif ref.get("handle") in handles:
         obj = handles[ref["handle"]]
+    elif isinstance(ref.get("stub"), dict):
+        obj = _stub(ref["stub"], state)
     else:
         raise WireError("unknown handle")
     for name in ref.get("path", []):
@@ -337,6 +346,161 @@ class _Watch:
         self.mode = without_dynamo(Mode)()
 
 
+# packages whose threads are the kernel's own, not the student's
+KERNEL_THREADS = ("ipykernel", "IPython", "jupyter_client", "zmq", "tornado", "tqdm")
+PROCESS_EVENTS = {"os.fork": "os.fork", "os.forkpty": "os.forkpty", "os.posix_spawn": "os.posix_spawn",
+                  "os.spawn": "os.spawn", "os.exec": "os.exec", "os.system": "os.system",
+                  "subprocess.Popen": "subprocess"}  # audit events that start a process, and what to call them
+_found = None  # while a graded call runs: the list its work done elsewhere goes to
+_hooked = False  # the audit hook is added once: it cannot be removed
+
+
+class _Elsewhere:
+    """What a graded call ran outside its own thread: ``found`` names each thread and process, for the judge,
+    which fails the call and flags the notebook for a person to review (``Kernel._unchecked``).
+
+    The bans (``lib.guard.forbid``) and the operator record (``_Watch``) are PyTorch dispatch modes, which
+    hold on the thread that entered them only: another thread, a spawned process, or a process forked before
+    the call (a pool made in an earlier cell) runs ``torch.softmax`` unbanned and unrecorded. Rather than make
+    every way of handing work over carry the bans, the rule is that a graded call does its work on the
+    calling thread, and this notices when it did not:
+
+    - threads started during the call (``threading``'s and ``_thread``'s start function, replaced for the
+      duration), and processes (audit events: os.fork, subprocess, os.posix_spawn, os.exec, os.system);
+    - threads and child processes that already existed and used CPU time during the call (each one's CPU
+      clock, before and after: an idle pool thread uses none), a thread gone by the end, and children
+      that ended during it (``RUSAGE_CHILDREN``).
+
+    The main thread and the kernel's own threads (ipykernel's, IPython's history, tqdm's monitor:
+    ``KERNEL_THREADS``) are not the student's, and PyTorch's intra-op threads are not Python threads, so an
+    ordinary answer, one that prints or shows a progress bar included, is never caught.
+
+    Limits: this runs in the student's kernel, so it catches honest-looking hand-overs only. Code that
+    patches the probe or puts the start functions back, a thread whose function claims an ipykernel module,
+    a thread started with ``_thread`` before the call, or a grandchild process can hide work from it. What
+    such code can win is the ban (and the operator record) only: values are still judged in the grader,
+    and the scan outside the kernel (``autograder/scan.py``) flags threading, multiprocessing,
+    concurrent.futures, os.fork and reaching into the probe.
+    """
+
+    def __enter__(self):
+        global _found, _hooked
+        if not _hooked:
+            sys.addaudithook(_audit)
+            _hooked = True
+        self.found = _found = []
+        self.threads = {t: _thread_cpu(t) for t in _threads()}
+        self.children = {pid: _process_cpu(pid) for pid in _children()}
+        self.reaped = _reaped()
+        self.starts = _thread.start_new_thread, threading._start_new_thread
+        _thread.start_new_thread = _recorded(self.starts[0], self.found)
+        threading._start_new_thread = _recorded(self.starts[1], self.found)
+        return self
+
+    def __exit__(self, *exc):
+        global _found
+        _thread.start_new_thread, threading._start_new_thread = self.starts
+        _found = None
+        now = _threads()
+        for t, cpu in self.threads.items():
+            if t not in now or _thread_cpu(t) != cpu:
+                self.found.append(_what(t))
+        self.found += [_what(t) for t in now if t not in self.threads]
+        for pid in _children():
+            if pid not in self.children or _process_cpu(pid) != self.children[pid]:
+                self.found.append(f"another process (pid {pid})")
+        if _reaped() != self.reaped and not any(f.startswith("another process") for f in self.found):
+            self.found.append("another process, which ended during the call")
+        self.found = list(dict.fromkeys(self.found))[:10]
+
+
+def _audit(event, args):
+    """An audit hook (it sees every thread): notes the processes a graded call starts."""
+    if _found is not None and event in PROCESS_EVENTS:
+        _found.append(f"another process ({PROCESS_EVENTS[event]})")
+
+
+def _recorded(start, found):
+    """``start`` (a function that starts a thread), noting each thread it starts in ``found``."""
+    def start_new_thread(function, *args, **kwargs):
+        thread = getattr(function, "__self__", None)  # threading.Thread.start passes its _bootstrap method
+        if not isinstance(thread, threading.Thread):
+            found.append("another thread (_thread.start_new_thread)")
+        elif not _kernel_thread(thread):
+            found.append(_what(thread))
+        return start(function, *args, **kwargs)
+    return start_new_thread
+
+
+def _threads() -> list:
+    """The Python threads that may run the student's work: not this one, the main one or the kernel's."""
+    skip = (threading.current_thread(), threading.main_thread())
+    return [t for t in threading.enumerate() if t not in skip and t.native_id and not _kernel_thread(t)]
+
+
+def _code(thread):
+    """The function a thread runs: its target, or its class's ``run``."""
+    fn = getattr(thread, "_target", None) or type(thread).run
+    fn = getattr(fn, "func", fn)  # functools.partial
+    return getattr(fn, "__func__", fn)  # a bound method
+
+
+def _kernel_thread(thread) -> bool:
+    return (getattr(_code(thread), "__module__", None) or "").split(".")[0] in KERNEL_THREADS
+
+
+def _what(thread) -> str:
+    module = getattr(_code(thread), "__module__", None) or ""
+    if module.startswith("concurrent.futures"):
+        return "another thread (ThreadPoolExecutor)"
+    if module.startswith("multiprocessing"):
+        return "another thread (multiprocessing)"
+    return f"another thread ({type(thread).__name__} {thread.name!r})"
+
+
+def _thread_cpu(thread):
+    return _cpu(~thread.native_id << 3 | 6)  # Linux's CPU-time clock of a thread (by its id)
+
+
+def _process_cpu(pid: int):
+    return _cpu(~pid << 3 | 2)  # ... and of a process
+
+
+def _cpu(clock: int):
+    """Nanoseconds on a CPU-time clock, or None (the thread or process is gone, or this is not Linux)."""
+    try:
+        return time.clock_gettime_ns(clock)
+    except (AttributeError, OSError, OverflowError):
+        return None
+
+
+def _children() -> set:
+    """Pids of this process's child processes: from /proc where the kernel can read it, and those that
+    multiprocessing started."""
+    pids = set()
+    mp = sys.modules.get("multiprocessing.process")
+    for p in list(getattr(mp, "_children", ())):
+        pids.add(getattr(p, "pid", None))
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids.update(int(n) for n in f.read().split())
+    except (OSError, ValueError):
+        pass
+    pids.discard(None)
+    return pids
+
+
+def _reaped() -> float:
+    """CPU seconds of the child processes that ended and were waited for."""
+    try:
+        import resource
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    except (ImportError, OSError):
+        return 0.0
+    return usage.ru_utime + usage.ru_stime
+
+
 def _call(message, value, namespace, handles) -> str:
     """Call the target with the arguments, as graded code: with the exercise's bans, with earlier exercises
     replaced by trusted references, with warnings silenced and stderr sent to stdout; optionally seeded,
@@ -368,6 +532,7 @@ def _call(message, value, namespace, handles) -> str:
                                    modules=ban.get("modules", ())))
         if watch is not None:
             stack.enter_context(watch.mode)
+        elsewhere = None if message.get("trusted") else stack.enter_context(_Elsewhere())
         start = time.perf_counter()
         try:
             out = target(*args, **kwargs)
@@ -380,6 +545,8 @@ def _call(message, value, namespace, handles) -> str:
         extra["args"] = list(args)
     if watch is not None:
         extra["ops"] = watch.ops
+    if elsewhere is not None and elsewhere.found:
+        extra["elsewhere"] = elsewhere.found
     return _reply(out, handles, **extra)
 
 
@@ -469,8 +636,8 @@ def _tensor_info(t, seen: dict) -> dict:
 
 
 def _trusted(message, value, namespace, handles) -> str:
-    """Run the grader's trusted code (reference modules, fixtures) in fresh module objects; names in
-    ``drop`` are removed afterwards (the references of the exercise being graded and of later ones)."""
+    """Run the grader's fixtures (kernel-side helpers of its checks, which hold no answers) in fresh module
+    objects. The notebook's own references never come here: they stay in the grader (``_stub``)."""
     loaded, saved = {}, {}
     try:
         for name, source in message["modules"]:
@@ -486,9 +653,6 @@ def _trusted(message, value, namespace, handles) -> str:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = old
-    for module in loaded.values():
-        for name in message.get("drop", []):
-            module.__dict__.pop(name, None)
     return _reply(loaded, handles)
 
 
@@ -527,6 +691,189 @@ def _uses(fn, modules, namespace, depth, seen) -> bool:
             if isinstance(obj, types.FunctionType) and _uses(obj, modules, namespace, depth + 1, seen):
                 return True
     return False
+
+
+# --- the notebook's own references: stand-ins that ask the grader -----------------------------
+#
+# The references of the notebook being graded are its answers, so they never enter the kernel. A later
+# exercise is still graded with them (a mistake in ``softmax`` costs only its own points): the judge sends a
+# *stand-in* (a reference ``{"$": "ref", "stub": spec}``), a function or an nn.Module class made here whose
+# calls send their arguments to the grader as data, where the reference runs, and take its result back as
+# data. The question goes out in the middle of a request, by ``state["ask"]``: through Jupyter's stdin
+# channel (an input request the grader answers) in a kernel, by a plain call under ``LocalTransport``.
+
+def _stub(spec: dict, state: dict):
+    """The stand-in of a reference that stays in the grader (one per reference, kept in ``state``)."""
+    stubs = state.setdefault("stubs", {})
+    key = int(spec["id"])
+    if key not in stubs:
+        names = [spec["name"], *spec["module"].split("."), *spec.get("methods", [])]
+        if not all(NAME.match(str(n)) and not str(n).startswith("__") for n in names):
+            raise WireError("bad name in a stand-in")
+        stubs[key] = (_stub_class if spec.get("kind") == "class" else _stub_function)(spec, state)
+    return stubs[key]
+
+
+def _stub_function(spec: dict, state: dict):
+    def stand_in(*args, **kwargs):
+        return _remote(state, spec["name"], {"id": spec["id"]}, args, kwargs)
+    stand_in.__name__ = stand_in.__qualname__ = spec["name"]
+    stand_in.__module__ = spec["module"]
+    stand_in.__doc__ = f"The course's {spec['name']}: it runs in the grader, on the values it is given."
+    return stand_in
+
+
+def _stub_class(spec: dict, state: dict):
+    """An nn.Module class whose objects hold the parameters and buffers of one made by the grader (the same
+    names, submodules and attributes) and whose methods run there with them."""
+    def __init__(self, *args, **kwargs):
+        torch.nn.Module.__init__(self)
+        made = _remote(state, spec["name"], {"op": "new", "id": spec["id"]}, args, kwargs)
+        _mirror(self, made["tree"])
+        self._grader_id = made["id"]
+
+    def method(name):
+        def run(self, *args, **kwargs):
+            return _remote(state, f"{spec['name']}.{name}", {"id": self._grader_id, "method": name}, args, kwargs,
+                           module=self)
+        run.__name__ = run.__qualname__ = name
+        return run
+
+    body = {"__init__": __init__, "__module__": spec["module"], "__qualname__": spec["name"],
+            "__doc__": f"The course's {spec['name']}: its methods run in the grader, with this module's parameters."}
+    body.update({name: method(name) for name in spec.get("methods", ["forward"])})
+    return type(spec["name"], (torch.nn.Module,), body)
+
+
+def _mirror(module, tree: dict) -> None:
+    """Give ``module`` the training flag, simple attributes, parameters, buffers and submodules of ``tree``
+    (a module described by the grader): torch.nn's own modules are made as what they are, others as
+    containers of the same name."""
+    module.training = bool(tree["training"])
+    for name, v in tree["attrs"].items():
+        setattr(module, _name(name), v)
+    for name, t in tree["params"].items():
+        module.register_parameter(_name(name), torch.nn.Parameter(t, requires_grad=name not in tree["frozen"]))
+    for name, t in tree["buffers"].items():
+        module.register_buffer(_name(name), t, persistent=name in tree["persistent"])
+    for name, sub in tree["children"].items():
+        where, qualname = sub["type"]
+        cls = getattr(torch.nn, str(qualname), None) if str(where).startswith("torch.nn.") else None
+        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+            child = cls.__new__(cls)
+            torch.nn.Module.__init__(child)
+        else:
+            child = type(_name(str(qualname).rsplit(".", 1)[-1]), (torch.nn.Module,),
+                         {"__module__": str(where), "forward": _part_forward})()
+        _mirror(child, sub)
+        module.add_module(_name(name), child)
+
+
+def _part_forward(self, *args, **kwargs):
+    raise RuntimeError(f"this {type(self).__name__} is part of a course's module that runs in the grader: "
+                       f"call the whole module")
+
+
+def _name(name) -> str:
+    if not NAME.match(str(name)) and not str(name).isdigit():
+        raise WireError(f"bad name {name!r}")
+    return str(name)
+
+
+class _Keep(Encoder):
+    """An Encoder that also keeps the tensors it sends, as they are (their gradients are wanted back)."""
+
+    def __init__(self, prefix: str = "t"):
+        super().__init__()
+        self.kept, self.prefix = [], prefix
+
+    def tensor(self, t):
+        out = super().tensor(t)
+        if out.get("$") == "tensor":
+            self.kept.append(t)
+            self.tensors[f"{self.prefix}{len(self.kept) - 1}"] = self.tensors.pop(out["key"])
+            out["key"] = f"{self.prefix}{len(self.kept) - 1}"
+        return out
+
+
+def _remote(state, what, target, args, kwargs, module=None):
+    """``what`` run in the grader on these arguments (and on ``module``'s parameters, buffers and training
+    flags), on the kernel's random numbers; on the autograd graph when an argument or parameter needs a
+    gradient, so that backward asks the grader too."""
+    enc = _Keep()
+    message = {"op": "run", **target, "args": enc(list(args)), "kwargs": enc(dict(kwargs))}
+    if module is not None:
+        message["state"] = enc({**dict(module.named_parameters(remove_duplicate=False)),
+                                **dict(module.named_buffers(remove_duplicate=False))})
+        message["training"] = {name: m.training for name, m in module.named_modules(remove_duplicate=False)}
+    call = _Remote(state, what, message, enc.tensors, enc.kept)
+    if target.get("op") != "new" and torch.is_grad_enabled() and any(t.requires_grad for t in enc.kept):
+        return call.value(_Through.apply(call, *enc.kept))
+    return call.value(call.forward())
+
+
+class _Remote:
+    """One question to the grader and its answer: the value, then, if asked, the gradients."""
+
+    def __init__(self, state, what, message, tensors, inputs):
+        self.state, self.what, self.message, self.inputs = state, what, message, inputs
+        self.tensors = dict(tensors, rng=torch.get_rng_state())
+        self.message["rng"] = {"$": "tensor", "key": "rng"}
+
+    def ask(self, message, tensors):
+        ask = self.state.get("ask")
+        if ask is None:
+            raise RuntimeError(f"the course's {self.what} runs in the grader, and only while a check runs")
+        try:
+            reply, tensors = unpack(ask(pack(message, tensors)))
+        except WireError as e:
+            raise RuntimeError(f"the course's {self.what} could not be run: {e}") from None
+        if reply.get("ok") is not True:
+            error = reply.get("error")
+            if isinstance(error, dict):  # the reference raised: raise the same (built-in) kind of exception here
+                kind = next((k for k in map(str, error.get("types", [])) if isinstance(getattr(builtins, k, None), type)
+                             and issubclass(getattr(builtins, k), Exception)), "RuntimeError")
+                raise getattr(builtins, kind)(str(error.get("message", "")))
+            raise TypeError(f"the course's {self.what} runs in the grader and takes data only (tensors, numbers, "
+                            f"strings, lists, dicts): {str(reply.get('fault', 'no answer'))[:300]}")
+        return reply, tensors
+
+    def forward(self):
+        """The value's tensors, in order (at least one, for autograd); ``value`` puts them in place."""
+        self.reply, tensors = self.ask(self.message, self.tensors)
+        rng = tensors.pop("rng", None)
+        if rng is not None:
+            torch.set_rng_state(rng)
+        device = next((t.device for t in self.inputs if t.device.type not in ("cpu", "meta")), None)
+        self.keys = sorted(tensors, key=lambda k: int(k[1:]) if k[1:].isdigit() else -1)
+        return tuple(tensors[k] if device is None else tensors[k].to(device) for k in self.keys) or (torch.zeros(()),)
+
+    def value(self, outputs):
+        return Decoder(dict(zip(self.keys, outputs)))(self.reply.get("v"))
+
+    def backward(self, grads, needed):
+        """Gradients for the inputs that need them, computed by the grader (it runs the reference again, on the
+        same inputs and random numbers, and back-propagates ``grads``)."""
+        need = [f"t{i}" for i, n in enumerate(needed) if n]
+        enc = _Keep("g")
+        message = dict(self.message, grads=enc(list(grads[:len(self.keys)])), need=need)
+        reply, tensors = self.ask(message, {**self.tensors, **enc.tensors})
+        got = dict(zip(need, Decoder(tensors)(reply.get("v"))))
+        return tuple(got.get(f"t{i}").to(t.device) if got.get(f"t{i}") is not None else None
+                     for i, t in enumerate(self.inputs))
+
+
+class _Through(torch.autograd.Function):
+    """A reference run in the grader, on the kernel's autograd graph."""
+
+    @staticmethod
+    def forward(ctx, call, *inputs):
+        ctx.call = call
+        return call.forward()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.call.backward(grads, ctx.needs_input_grad[1:]))
 
 
 OPS = {"call": _call, "get": _get, "load": _load, "describe": _describe, "trusted": _trusted, "lift": _lift,

@@ -4,31 +4,49 @@ nbgrader runs the student's code in a kernel. This module is that kernel's
 launcher (the grading kernelspec runs ``python -m autograder.sandbox -f
 CONNECTION_FILE ...``). Before it becomes the kernel it:
 
-- limits memory (address space), the size of files it may write, and core dumps;
 - points Python at the *view* the grader prepared for this notebook
   (``AUTOGRADER_VIEW``): ``lib/`` with the references of earlier notebooks
   only (what ``bundle --upto`` ships) and the kernel side of the grader
   (``autograder/probe.py``), nothing of the hidden tests;
-- on Linux, moves into new mount and PID namespaces (as root directly; as
-  another user inside a user namespace of its own, where the kernel allows
-  that, as most Linux systems do), where
+- makes a control group for the kernel and everything it will start
+  (``autograder.cgroup``): ``AUTOGRADER_MEMORY`` bytes and ``AUTOGRADER_PIDS``
+  processes and threads, counted together;
+- on Linux, moves into new mount, PID, IPC, UTS and network namespaces (as
+  root directly; where root lacks CAP_SYS_ADMIN, as in a container, or as
+  another user, inside a user namespace of its own), where
+  * the network is loopback only, with no route out: the kernel talks to the
+    grader over Unix sockets (Jupyter's ``ipc`` transport, asked for by
+    ``execute.SocketKernelManager``), which it binds in its own /tmp; the
+    grader reaches them through links into the kernel's mount namespace, so
+    no kernel can see another's sockets, or any service of the host,
   * the kernel's folder is a fresh, small, writable file system of its own
     (``AUTOGRADER_SCRATCH_MB``): nothing it writes or links there reaches the
     grader, which writes its outputs elsewhere,
-  * the course (``solutions/``, ``autograder/checks/``, ``tests/``, ``lib/``
-    with every reference), the grader's folders and every path named in
-    ``AUTOGRADER_HIDE`` (gradebooks, other students' submissions, the output
-    folder) are covered by empty read-only folders; only the paths in
-    ``AUTOGRADER_KEEP`` (the view, the release notebook) and Python itself
-    come back, read-only,
-  * every other file system is read-only, /tmp is a fresh, small one,
+  * every top-level folder of the host but the system's own (/usr, /etc, ...)
+    is covered by an empty read-only folder (/root, /home, /opt, /var, /run,
+    ...), as are the course (wherever ``COURSE_ROOT`` points), the grader's
+    folders and every path in ``AUTOGRADER_HIDE`` (gradebooks, other students'
+    submissions, the output folder); only the paths in ``AUTOGRADER_KEEP``
+    (the view, the release notebook) and Python itself come back, read-only,
+  * every other file system, /sys included, is read-only; /tmp is a fresh,
+    small one,
   * /proc shows only the kernel's own processes, and all of them die with it,
-  * no capability is left, so nothing of this can be undone.
+  * no capability is left, and a root grader's kernel runs as a uid of its
+    own (``UID_BASE`` + the launcher's pid), which owns no file of the host;
+- limits each process's address space, the size of files it may write, and
+  core dumps; standard streams go to /dev/null and no other descriptor of the
+  grader's stays open, so nothing the kernel writes can pass for the grading
+  worker's answers.
 
-Where no namespace can be had (off Linux, or user namespaces switched off,
-or ``AUTOGRADER_NO_NAMESPACES`` set, as a test does) only the limits and the view apply, and the kernel starts in an empty folder
-of its own; ``AUTOGRADER_SANDBOX_LOG`` records which protections were in
-force, and the report says so.
+Where no control group can be made, the process count falls back to
+``RLIMIT_NPROC`` of the kernel's own uid (a uid of its own, or a user
+namespace of its own, counts this sandbox alone) and memory to the launcher
+adding up the resident memory of the sandbox's processes every 0.2 s. Where no
+namespace can be had (off Linux, user namespaces switched off, or
+``AUTOGRADER_NO_NAMESPACES`` set, as a test does) only the limits and the view
+apply, the kernel starts in an empty folder of its own, and ``grade`` refuses
+to run unless told to accept that (``preflight``). ``AUTOGRADER_SANDBOX_LOG``
+records which protections were in force, and the report says so.
 """
 import ctypes
 import json
@@ -37,14 +55,27 @@ import resource
 import signal
 import sys
 import tempfile
+import time
+
+from autograder import cgroup, course
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x20000000, 0x10000000
+CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 1
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
 WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the kernel's own
+PIDS = 512  # processes and threads of one sandbox, all together (AUTOGRADER_PIDS)
+UID_BASE = 1_500_000_000  # a root grader runs each kernel as UID_BASE + the launcher's pid: a uid no file has
+# the top-level folders a kernel keeps (read-only): the system's programs, libraries and settings
+SYSTEM_DIRS = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "dev", "proc", "sys", "tmp"}
+KERNEL_DIR = "/tmp/.kernel"  # in the kernel's own /tmp: its connection file and its sockets
+SOCKET_BASE = KERNEL_DIR + "/ipc"
+PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -73,25 +104,31 @@ def _limit(which, value):
     resource.setrlimit(which, (value, value))
 
 
-def apply_limits(memory: int) -> None:
+def apply_limits(memory: int, nproc: int = 0) -> None:
+    """Per-process limits: address space, file size, no core dumps, and (where no control group counts
+    the sandbox's processes) ``nproc`` processes and threads for the kernel's uid."""
     if memory > 0:
         _limit(resource.RLIMIT_AS, memory)
+    if nproc > 0:
+        _limit(resource.RLIMIT_NPROC, nproc)
     _limit(resource.RLIMIT_FSIZE, FILE_LIMIT)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _isolate_files(workdir: str, hide, keep, scratch: int) -> None:
+def _isolate_files(workdir: str, hide, keep, scratch: int, uid=None) -> None:
     """Runs in the new mount namespace. The kernel's folder becomes a fresh writable file system of
-    ``scratch`` bytes; every other file system becomes read-only; /tmp and every path in ``hide`` are
-    covered by empty folders, into which only the paths in ``keep`` (and Python) come back, read-only."""
+    ``scratch`` bytes (owned by ``uid``); every other file system becomes read-only; /tmp and every path in
+    ``hide`` are covered by empty folders, into which only the paths in ``keep`` (and Python) come back,
+    read-only."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("none", workdir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch},mode=700")
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    _mount("none", workdir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch},mode=700{owner}")
     kept = []
     for path in sorted({os.path.realpath(p) for p in list(keep) + _python_dirs() if os.path.isdir(p)}, key=len):
         kept.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY), False))
     kept.append((workdir, os.open(workdir, os.O_PATH | os.O_DIRECTORY), True))
     for point in _mount_points():
-        if point == workdir or point.startswith(("/proc", "/sys", "/dev")):
+        if point == workdir or point.startswith(("/proc", "/dev")):
             continue
         try:
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(point))
@@ -151,17 +188,31 @@ def _course_dirs() -> list:
     return found
 
 
-def _enter_namespaces() -> None:
-    """New mount and PID namespaces: as root directly, as another user inside a new user namespace
-    in which this process maps to itself (same uid and gid, so files keep their owners)."""
-    if os.geteuid() == 0:
-        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare")
-        return
+def _enter_namespaces(network: bool) -> bool:
+    """New mount, PID, IPC and UTS namespaces, and a network namespace of its own when ``network``. As root
+    directly; where that is refused (root in a container without CAP_SYS_ADMIN) or as another user, inside a
+    new user namespace in which this process maps to itself (same uid and gid, so files keep their owners).
+    Returns whether a user namespace was needed."""
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (CLONE_NEWNET if network else 0)
+    if os.geteuid() == 0 and _libc.unshare(flags) == 0:
+        return False
     uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare (user namespace)")
+    _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare (user namespace)")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
+    return True
+
+
+def _loopback_up() -> None:
+    """In a new network namespace the loopback device exists but is down, and there is no other device and
+    no route: bring loopback up, so that the kernel has 127.0.0.1 to itself and nothing else."""
+    import fcntl
+    import socket
+    import struct
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH14s", b"lo", 0, b""))[:18])[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
 
 
 def _drop_capabilities() -> None:
@@ -169,6 +220,24 @@ def _drop_capabilities() -> None:
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             break
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _become(uid) -> None:
+    """Run as ``uid`` (a number of its own, no supplementary groups): no longer root, so no file of root's
+    and no control group setting can be written, and the process limit counts this sandbox alone."""
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+
+
+def _to_nothing() -> None:
+    """Standard streams to /dev/null and every other descriptor closed: the kernel talks to the grader only
+    through its Jupyter sockets, and no pipe or file of the grader's stays open in it."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def _forward_signals(child: int) -> None:
@@ -186,86 +255,268 @@ def main(argv) -> None:
     keep = [p for p in os.environ.get("AUTOGRADER_KEEP", "").split(os.pathsep) if p]
     view = os.environ.get("AUTOGRADER_VIEW", "")
     memory = int(os.environ.get("AUTOGRADER_MEMORY", "0") or 0)
+    pids = int(os.environ.get("AUTOGRADER_PIDS", "0") or 0) or PIDS
     scratch = int(os.environ.get("AUTOGRADER_SCRATCH_MB", "64") or 64) * 2**20
     log = _open_log(os.environ.get("AUTOGRADER_SANDBOX_LOG"))
     workdir = os.path.realpath(os.getcwd())
-    kernel = [sys.executable, "-m", "ipykernel_launcher", *argv]
     env = dict(os.environ)
     for name in ("AUTOGRADER_HIDE", "AUTOGRADER_KEEP", "AUTOGRADER_VIEW", "AUTOGRADER_MEMORY", "AUTOGRADER_SCRATCH_MB",
-                 "AUTOGRADER_SANDBOX_LOG", "AUTOGRADER_NOTES", "AUTOGRADER_SCRATCH_DIR", "AUTOGRADER_NO_NAMESPACES", "PWD",
-                 "OLDPWD"):
+                 "AUTOGRADER_SANDBOX_LOG", "AUTOGRADER_NOTES", "AUTOGRADER_SCRATCH_DIR", "AUTOGRADER_NO_NAMESPACES",
+                 "AUTOGRADER_PIDS", "AUTOGRADER_SOCKETS", "PWD", "OLDPWD"):
         env.pop(name, None)
-    env.update(PYTHONDONTWRITEBYTECODE="1")
+    env.update(PYTHONDONTWRITEBYTECODE="1", USER="student", LOGNAME="student")
     if view:  # the kernel imports lib/ and autograder.probe from the view, before anything installed
         env["PYTHONPATH"] = view
         keep.append(view)
-    state = {"namespaces": False, "limits": True, "pid": os.getpid()}
+    linux = sys.platform.startswith("linux")
+    # root hands the kernel a uid of its own; another user's kernel keeps that user's uid
+    uid = UID_BASE + os.getpid() if linux and os.geteuid() == 0 else None
+    group = cgroup.Group.make(memory, pids) if linux else None
+    # the grader reads which limits were reached from the group, and removes it (see grading._sandbox_state):
+    # the launcher itself is killed with its kernel when nbgrader is done
+    state = {"namespaces": False, "network": False, "pid": os.getpid(), "uid": uid,
+             "cgroup": group.data if group else None}
+    connection = _read_connection(argv)
+    sockets = _ipc_sockets(connection)
+    # their folder, opened now: it is under /tmp, which the kernel's mount namespace replaces
+    socket_dir = os.open(os.path.dirname(sockets[0]), os.O_PATH | os.O_DIRECTORY) if sockets else None
     isolated = False
     if os.environ.get("AUTOGRADER_NO_NAMESPACES"):
         state["error"] = "namespaces switched off by AUTOGRADER_NO_NAMESPACES"
-    elif sys.platform.startswith("linux"):
+    elif linux:
         try:
-            connection = _private_connection_file(argv)
             fonts = _matplotlib_cache()
-            covered = hide + (_course_dirs() if view else [])
-            _enter_namespaces()
-            state["user_namespace"] = os.geteuid() != 0
-            _isolate_files(workdir, covered, keep, scratch)
+            covered = hide + _host_dirs() + [str(course.ROOT)] + (_course_dirs() if view else [])
+            user_namespace = _enter_namespaces(network=sockets is not None)
+            if user_namespace:
+                uid = state["uid"] = None  # only this process's own uid exists in its user namespace
+            state["user_namespace"] = user_namespace
+            if sockets is not None:
+                _loopback_up()
+            _isolate_files(workdir, covered, keep, scratch, uid)
             isolated = True
-            kernel = [sys.executable, "-m", "ipykernel_launcher", *_replace_connection(argv, connection)]
         except OSError as e:
             state["error"] = str(e)
     if isolated:
-        for name in ("HOME", "IPYTHONDIR", "XDG_CACHE_HOME", "TMPDIR"):
-            env[name] = "/tmp"
-        env["MPLCONFIGDIR"] = "/tmp/matplotlib"
+        state["namespaces"], state["network"] = True, sockets is not None
+        kernel_argv = _private_connection(argv, connection, KERNEL_DIR)
+        ready_r, ready_w = os.pipe()
+        procfd = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)  # the host's: the kernel mounts its own over it
         child = os.fork()
         if child == 0:  # PID 1 of the new namespace: the kernel itself
             try:
-                _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-                try:
-                    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-                except OSError:
-                    if not state["user_namespace"]:
-                        raise
-                    # some containers refuse a new /proc in a user namespace: hide the old one instead
-                    _mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
-                os.makedirs("/tmp/.kernel", exist_ok=True)
-                with open(connection["path"], "w") as f:
-                    f.write(connection["text"])
-                os.makedirs("/tmp/matplotlib", exist_ok=True)
-                for name, text in fonts.items():  # spares matplotlib rebuilding its font list
-                    with open(os.path.join("/tmp/matplotlib", name), "w") as f:
-                        f.write(text)
-                _drop_capabilities()
-                apply_limits(memory)
-                os.execve(sys.executable, kernel, env)
+                os.close(ready_w)
+                os.read(ready_r, 1)  # wait until it is in its control group and its sockets are linked
+                _start_kernel(kernel_argv, env, connection, sockets, fonts, memory, pids if group is None else 0,
+                              uid, user_namespace)
             except BaseException as e:  # noqa: BLE001 - say why, then die: the grader sees a dead kernel
                 sys.stderr.write(f"autograder.sandbox: the kernel could not start: {e!r}\n")
             finally:
                 os._exit(127)
-        state["namespaces"] = True
+        os.close(ready_r)
+        try:
+            if group is not None:
+                group.add(child)
+            if sockets is not None:
+                _link_sockets(socket_dir, sockets, child)
+        finally:
+            os.close(ready_w)
         _write_log(log, state)
         _forward_signals(child)
+        status, over = _supervise(child, None if group else memory, procfd)
+        _write_log(log, {"ended": True, "hits": over}, close=True)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    # limits only: no namespace could be had
+    _write_log(log, state, close=True)
+    if group is not None:
+        group.add(os.getpid())
+    folder, private = (tempfile.mkdtemp(prefix=p, dir=os.environ.get("AUTOGRADER_SCRATCH_DIR") or None)
+                       for p in ("kernel-", "home-"))
+    argv = _private_connection(argv, connection, private)
+    with open(argv[argv.index("-f") + 1], "w") as f:  # a copy the kernel's uid can read
+        json.dump(connection["info"], f)
+    if uid is not None:
+        for path in [folder, private, argv[argv.index("-f") + 1]] + ([os.path.dirname(sockets[0])] if sockets else []):
+            os.chown(path, uid, uid)  # the kernel's own folder, and the folder it binds its sockets in
+    os.chdir(folder)  # not the folder the grader writes its results to
+    for name in ("HOME", "IPYTHONDIR", "XDG_CACHE_HOME", "MPLCONFIGDIR", "TMPDIR"):
+        env[name] = private  # settings and caches in a folder of the kernel's own, not the grader's home
+    if linux:
+        _drop_capabilities()
+    _become(uid)
+    apply_limits(memory, pids if group is None else 0)
+    _to_nothing()
+    os.execve(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv], env)
+
+
+def _start_kernel(argv, env, connection, sockets, fonts, memory, nproc, uid, user_namespace) -> None:
+    """In the new namespaces: a /proc of its own, the private copy of the connection file, then no
+    capabilities, its own uid, the limits, no inherited descriptors, and the kernel."""
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        if not user_namespace:
+            raise
+        # some containers refuse a new /proc in a user namespace: hide the old one instead
+        _mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
+    os.makedirs(KERNEL_DIR, mode=0o700, exist_ok=True)
+    private = dict(connection["info"])
+    if sockets is not None:
+        private["ip"] = SOCKET_BASE  # the kernel binds its sockets here, in its own /tmp
+    path = os.path.join(KERNEL_DIR, os.path.basename(connection["path"]))
+    with open(path, "w") as f:
+        json.dump(private, f)
+    os.makedirs("/tmp/matplotlib", exist_ok=True)
+    for name, text in fonts.items():  # spares matplotlib rebuilding its font list
+        with open(os.path.join("/tmp/matplotlib", name), "w") as f:
+            f.write(text)
+    if uid is not None:
+        for p in (KERNEL_DIR, path, "/tmp/matplotlib", *(os.path.join("/tmp/matplotlib", n) for n in fonts)):
+            os.chown(p, uid, uid)
+    for name in ("HOME", "IPYTHONDIR", "XDG_CACHE_HOME", "TMPDIR"):
+        env[name] = "/tmp"
+    env["MPLCONFIGDIR"] = "/tmp/matplotlib"
+    _drop_capabilities()
+    _become(uid)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after _become, which clears it
+    apply_limits(memory, nproc)
+    _to_nothing()
+    os.execve(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv], env)
+
+
+def _supervise(child: int, memory: int | None, procfd: int):
+    """Wait for the kernel. Without a control group (``memory`` given), also add up the resident memory of
+    every process of its PID namespace every 0.2 s, and kill the namespace past ``memory`` bytes."""
+    if not memory:
+        os.close(procfd)
         while True:
             try:
-                _, status = os.waitpid(child, 0)
-                break
+                return os.waitpid(child, 0)[1], []
             except InterruptedError:
                 continue
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    _write_log(log, state)
-    # not the folder the grader writes its results to
-    os.chdir(tempfile.mkdtemp(prefix="kernel-", dir=os.environ.get("AUTOGRADER_SCRATCH_DIR") or None))
-    apply_limits(memory)
-    os.execve(sys.executable, kernel, env)
+    try:
+        namespace = None
+        while True:
+            try:
+                pid, status = os.waitpid(child, os.WNOHANG)
+            except InterruptedError:
+                continue
+            if pid:
+                return status, []
+            namespace = namespace or _pid_namespace(procfd, child)
+            if namespace and _resident(procfd, namespace) > memory:
+                os.kill(child, signal.SIGKILL)  # PID 1 of the namespace: every process in it dies with it
+                return os.waitpid(child, 0)[1], ["memory"]
+            time.sleep(0.2)
+    finally:
+        os.close(procfd)
 
 
-def _private_connection_file(argv):
-    """Read the connection file now: its folder will be hidden, a copy goes in the private /tmp."""
+def _pid_namespace(procfd: int, pid: int) -> str:
+    try:
+        return os.readlink(f"{pid}/ns/pid_for_children", dir_fd=procfd)
+    except OSError:
+        return ""
+
+
+def _resident(procfd: int, namespace: str) -> int:
+    """Bytes of resident memory of every process in PID namespace ``namespace``."""
+    total = 0
+    for entry in os.listdir(procfd):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"{entry}/ns/pid", dir_fd=procfd) != namespace:
+                continue
+            fd = os.open(f"{entry}/statm", os.O_RDONLY, dir_fd=procfd)
+            try:
+                total += int(os.read(fd, 200).split()[1]) * PAGE
+            finally:
+                os.close(fd)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _host_dirs() -> list:
+    """Every top-level folder of the host but the system's own (/usr, /etc, ...): /root, /home, /opt, /srv,
+    /var, /run and any other are covered, and only Python and the view come back into them."""
+    found = []
+    for name in os.listdir("/"):
+        path = os.path.join("/", name)
+        real = os.path.realpath(path)
+        if name in SYSTEM_DIRS or real.split("/")[1] in SYSTEM_DIRS or not os.path.isdir(path):
+            continue
+        found.append(real)
+    return found
+
+
+def preflight() -> str:
+    """'' when kernels can be isolated here (namespaces, network included), else why not: tried in a
+    short-lived process, as the launcher would (``python -m autograder.sandbox --preflight``)."""
+    import subprocess
+    try:
+        proc = subprocess.run([sys.executable, "-m", "autograder.sandbox", "--preflight"], capture_output=True,
+                              text=True, timeout=60, env=dict(os.environ))
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"the sandbox could not be tried: {e}"
+    return "" if proc.returncode == 0 else (proc.stdout.strip() or proc.stderr.strip()[-300:] or "unknown")
+
+
+def _preflight() -> int:
+    if os.environ.get("AUTOGRADER_NO_NAMESPACES"):
+        print("namespaces switched off by AUTOGRADER_NO_NAMESPACES")
+        return 1
+    if not sys.platform.startswith("linux"):
+        print(f"no namespaces on {sys.platform}: only per-process limits can be applied")
+        return 1
+    folder = tempfile.mkdtemp(prefix="preflight-")
+    try:
+        _enter_namespaces(network=True)
+        _loopback_up()
+        _mount("none", folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+    except OSError as e:
+        print(f"no namespaces here ({e}): only per-process limits can be applied")
+        return 1
+    finally:
+        _libc.umount2(folder.encode(), 2)  # MNT_DETACH; a no-op where nothing was mounted
+        os.rmdir(folder)
+    return 0
+
+
+def _read_connection(argv) -> dict:
+    """The connection file nbgrader's kernel manager wrote, read now: its folder will be hidden."""
     path = argv[argv.index("-f") + 1]
     with open(path) as f:
-        return {"text": f.read(), "path": "/tmp/.kernel/" + os.path.basename(path)}
+        return {"path": path, "info": json.load(f)}
+
+
+def _ipc_sockets(connection) -> list | None:
+    """The socket paths of a kernel that talks over Unix sockets (the ``ipc`` transport, as the grader's
+    kernel manager asks): then the kernel can have a network namespace of its own. None for ``tcp``."""
+    info = connection["info"]
+    if info.get("transport") != "ipc" or not os.path.isabs(str(info.get("ip", ""))):
+        return None
+    return [f"{info['ip']}-{info[name]}" for name in PORTS]
+
+
+def _link_sockets(folder: int, sockets, child: int) -> None:
+    """Make each socket path the grader connects to (in ``folder``) a link into the kernel's own /tmp,
+    where the kernel binds it. Only the grader can follow it (through /proc, into the kernel's mount
+    namespace): the kernel itself never gets a folder of the host to write in."""
+    try:
+        for path in sockets:
+            target = f"/proc/{child}/root{SOCKET_BASE}-{path.rsplit('-', 1)[1]}"
+            os.symlink(target, os.path.basename(path), dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _private_connection(argv, connection, folder: str) -> list:
+    """The kernel's arguments, with its connection file in ``folder`` (the grader's copy is out of reach)."""
+    argv = list(argv)
+    argv[argv.index("-f") + 1] = os.path.join(folder, os.path.basename(connection["path"]))
+    return argv
 
 
 def _matplotlib_cache():
@@ -285,22 +536,19 @@ def _matplotlib_cache():
     return found
 
 
-def _replace_connection(argv, connection):
-    argv = list(argv)
-    argv[argv.index("-f") + 1] = connection["path"]
-    return argv
-
-
 def _open_log(path):
     """The log file, opened now: once isolated, the kernel's launcher cannot reach the grader's folders."""
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600) if path else None
 
 
-def _write_log(log, state) -> None:
+def _write_log(log, state, close: bool = False) -> None:
     if log is not None:
         os.write(log, (json.dumps(state) + "\n").encode())
-        os.close(log)
+        if close:
+            os.close(log)
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--preflight"]:
+        sys.exit(_preflight())
     main(sys.argv[1:])

@@ -14,7 +14,8 @@ correct answer never needs:
   objects), and frame, traceback or garbage-collector introspection;
 - IPython's shell (``get_ipython``, magics, ``!`` commands), the import system
   (``sys.modules``, ``importlib``), the grader's own modules;
-- ending the process, other processes, raw memory (``ctypes``), signals,
+- ending the process, other threads and processes (whose work the ban
+  does not reach, see ``autograder/probe.py``), raw memory (``ctypes``), signals,
   files and folders, code built from strings, attributes looked up by a
   computed or private name, changing other modules' attributes, redefining
   comparison or pickling methods.
@@ -31,7 +32,8 @@ MODULES = {"ctypes": "raw memory access (ctypes)", "gc": "the garbage collector 
            "inspect": "frame and code introspection (inspect)", "signal": "signal handlers (signal)",
            "builtins": "Python's builtins", "sqlite3": "a database (sqlite3)", "shutil": "file operations (shutil)",
            "socket": "the network (socket)", "multiprocessing": "other processes (multiprocessing)",
-           "threading": "threads (threading)", "autograder": "the grader's own code",
+           "threading": "threads (threading)", "concurrent": "threads or processes (concurrent.futures)",
+           "autograder": "the grader's own code",
            "IPython": "IPython's shell (IPython)", "ipykernel": "the kernel's internals (ipykernel)",
            "traceback": "tracebacks and frames (traceback)", "pickle": "pickling (pickle)",
            "marshal": "code objects (marshal)", "copyreg": "pickling hooks (copyreg)", "dis": "bytecode (dis)",

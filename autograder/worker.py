@@ -8,8 +8,11 @@ assignments into its own gradebook, with nbgrader's generate_assignment):
 ``{"assignment": ..., "student": ..., "env": {...}}``. For each, the worker
 sets the environment (read by the sandboxed kernel and the Execute step), runs
 nbgrader's own autograde for that student, and answers with one line
-``@@result {"success": ..., "log": ...}``. The grader kills and replaces a
-worker that does not answer in time.
+``@@result {"success": ..., "log": ...}``, on a pipe of its own (the
+descriptor named by ``AUTOGRADER_ANSWER_FD``), never on its standard output:
+the kernels nbgrader starts inherit no descriptor of the worker's, and nothing
+a kernel writes anywhere can pass for an answer. The grader kills and
+replaces a worker that does not answer in time.
 
     python -m autograder.worker COURSE_ROOT
 """
@@ -18,6 +21,9 @@ import os
 import sys
 
 MARK = "@@result "
+# The judges run the notebook's references here, on arguments a kernel chose: a request that would make
+# them allocate without end fails with a MemoryError (a failed, flagged check) instead of taking the machine.
+MEMORY = 8 * 2**30
 
 
 def _warm_up() -> None:
@@ -58,18 +64,22 @@ def _children() -> list:
 
 
 def main(root: str) -> None:
+    import resource
     import threading
 
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY if hard == resource.RLIM_INFINITY else min(MEMORY, hard), hard))
     threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True).start()
     threading.Thread(target=_warm_up, daemon=True).start()
     os.chdir(root)
     config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
     api = NbGraderAPI(config=config)
-    out = sys.stdout
-    sys.stdout = sys.stderr  # anything else nbgrader prints stays out of the answers
+    fd = int(os.environ.pop("AUTOGRADER_ANSWER_FD"))
+    os.set_inheritable(fd, False)  # no process the worker starts gets it
+    out = os.fdopen(fd, "w")
     failed = [aid for aid in sorted(os.listdir(os.path.join(root, "solutions")))
               if not api.generate_assignment(aid, force=True, create=True).get("success")]
     out.write(MARK + json.dumps({"ready": not failed, "failed": failed}) + "\n")

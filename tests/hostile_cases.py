@@ -62,6 +62,17 @@ def _index(cells, gid):
     return next(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade_id") == gid)
 
 
+def _before(gid, cell, answer):
+    """The solved notebook with ``answer`` in answer cell ``gid`` and a code cell of the student's own before it."""
+    def write(path):
+        make_submission(AID, path, {gid: answer})
+        nb = json.loads(path.read_text())
+        nb["cells"].insert(_index(nb["cells"], gid), {"cell_type": "code", "id": "own-cell", "metadata": {},
+                                                      "execution_count": None, "outputs": [], "source": cell})
+        path.write_text(json.dumps(nb))
+    return write
+
+
 def _raw(text):
     return lambda path: path.write_bytes(text)
 
@@ -172,6 +183,20 @@ class Payload:
     def __reduce__(self):
         return (os.system, ("touch {PICKLE_MARKER}",))
 """
+CAPTURE = """
+import sys
+
+
+def _capture(event, args):
+    # the grader's references of this notebook, should they come into the kernel as source: run them here,
+    # without their guard, so that the exercises left unwritten are the course's own
+    source = args[0].decode() if event == "compile" and isinstance(args[0], bytes) else ""
+    if "def scaled_dot_product_attention(" in source and "@reference" in source:
+        exec(source.replace("@reference", ""), get_ipython().user_ns)
+
+
+sys.addaudithook(_capture)
+"""
 HIDDEN_TEXT = ("def softmax_reference", "BEGIN SOLUTION", "the parameter-free version has no scaling")
 
 FORGERY = [
@@ -237,11 +262,40 @@ FORGERY = [
         "    for folder, _, names in os.walk(root):\n        for name in names:\n            try:\n"
         "                print(open(os.path.join(folder, name)).read()[:20000])\n            except (OSError, UnicodeDecodeError):\n"
         "                pass\n"}), scores(), flag="walking folders"),
+    Case("the notebook's references captured as they reach the kernel, and run (audit hook on compile)",
+         code({"softmax": SOL["softmax"] + CAPTURE, "scaled_dot_product_attention": "# left to the grader\n",
+               "SelfAttention": "# left to the grader\n"}),
+         scores(scaled_dot_product_attention=0, SelfAttention=0), flag="exec"),
     Case("filling the disk", _after("softmax", "try:\n    with open('big.bin', 'wb') as f:\n        for _ in range(400):\n"
                                                 "            f.write(b'0' * 2**20)\nexcept OSError as e:\n    print('full:', e)\n"),
          scores(), flag="opening a file"),
     Case("a pathological markdown answer", lambda p: _nb(p, lambda cells: cells[_index(cells, "question_permutation")]
                                                          .update(source="[" * 40_000 + "]" * 40_000)), scores()),
+] + [  # the ban holds on the calling thread only: work done elsewhere fails, flagged (autograder/probe.py)
+    Case("torch.softmax on a ThreadPoolExecutor made in the call", code({"softmax":
+        "import torch\nfrom concurrent.futures import ThreadPoolExecutor\n\ndef softmax(x, dim=-1):\n"
+        "    with ThreadPoolExecutor(1) as pool:\n        return pool.submit(torch.softmax, x, dim).result()\n"}),
+        scores(softmax=0), flag="ran work on another thread (ThreadPoolExecutor)"),
+    Case("torch.softmax on a ThreadPoolExecutor made in an earlier cell", _before("softmax",
+        "from concurrent.futures import ThreadPoolExecutor\n\nPOOL = ThreadPoolExecutor(2)\n",
+        "import torch\n\ndef softmax(x, dim=-1):\n    return POOL.submit(torch.softmax, x, dim).result()\n"),
+        scores(softmax=0), flag="ran work on another thread (ThreadPoolExecutor)"),
+    Case("torch.softmax on a threading.Thread", code({"softmax":
+        "import threading\nimport torch\n\ndef softmax(x, dim=-1):\n    out = []\n"
+        "    worker = threading.Thread(target=lambda: out.append(torch.softmax(x, dim)))\n"
+        "    worker.start()\n    worker.join()\n    return out[0]\n"}),
+        scores(softmax=0), flag="ran work on another thread (Thread"),
+    Case("torch.softmax in a multiprocessing pool made in an earlier cell", _before("softmax",
+        "import multiprocessing\n\nPOOL = multiprocessing.get_context('fork').Pool(1)\n",
+        "import torch\n\ndef softmax(x, dim=-1):\n    return POOL.apply(torch.softmax, (x, dim))\n"),
+        scores(softmax=0), flag="ran work on another thread (multiprocessing)"),
+    Case("a correct softmax computed in an os.fork child", code({"softmax": SOL["softmax"].replace(
+        "def softmax(", "def _softmax(") + "\n\nimport os\n\ndef softmax(x, dim=-1):\n    read, write = os.pipe()\n"
+        "    if os.fork() == 0:\n        try:\n            os.write(write, _softmax(x, dim).numpy().tobytes())\n"
+        "        finally:\n            os._exit(0)\n    os.close(write)\n    data = b''\n"
+        "    while chunk := os.read(read, 65536):\n        data += chunk\n    os.wait()\n"
+        "    return torch.frombuffer(bytearray(data), dtype=x.dtype).reshape(x.shape)\n"}),
+        scores(softmax=0), flag="ran work on another process (os.fork)"),
 ]
 
 

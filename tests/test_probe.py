@@ -4,12 +4,13 @@ import base64
 import collections
 import json
 import pickle
+import re
 
 import pytest
 import torch
 
 from autograder import probe
-from autograder.checks.kernel import Kernel, LocalTransport, ProbeFailure, Remote
+from autograder.checks.kernel import Bans, Kernel, LocalTransport, ProbeFailure, Remote, grad
 
 
 def roundtrip(value):
@@ -66,7 +67,7 @@ class Payload:
     json.dumps({"ok": True, "v": {"$": "dict", "v": [[[1], 2]]}}),  # an unhashable key
 ])
 def test_a_hostile_reply_is_refused_not_run(reply):
-    k = Kernel(lambda request: reply)
+    k = Kernel(lambda request, answer: reply)
     with pytest.raises(ProbeFailure):
         k.call("softmax(x)", k.student("softmax"), torch.ones(2))
 
@@ -88,3 +89,104 @@ def test_requests_run_student_code_only_through_the_kernel_side():
     layer = k.call("Linear(2, 3)", Remote(("import", "torch.nn")).attr("Linear"), 2, 3)
     assert isinstance(layer, Remote) and layer.module
     assert k.describe(layer).isa("torch.nn.modules.linear.Linear")
+
+
+def _own(ns, module, withheld=()):
+    """A judge's Kernel for which ``module`` holds the references of the notebook being graded."""
+    return Kernel(LocalTransport(ns), own=(module,), withheld=withheld)
+
+
+def test_the_notebooks_own_references_run_in_the_grader():
+    """An injected reference of the notebook being graded is a stand-in in the kernel: its calls, and the
+    gradients through them, are computed by the grader; the reference itself never enters the kernel."""
+    import lib.self_attention as ref
+    seen = []
+    ns = {}
+    exec("def attend(x):\n    seen.append(softmax)\n    return softmax(x @ x.T, dim=-1) @ x\n", ns)
+    ns["seen"] = seen
+    k = _own(ns, "lib.self_attention", withheld=("scaled_dot_product_attention", "SelfAttention"))
+    x, up = torch.randn(3, 4), torch.randn(3, 4)
+    trace = k.trace("attend(x)", k.student("attend"), grad(x), backward=up,
+                    inject={"softmax": k.reference("lib.self_attention.softmax")})
+    here = x.clone().requires_grad_(True)
+    expected = torch.softmax(here @ here.T, dim=-1) @ here
+    (expected * up).sum().backward()
+    assert torch.allclose(trace.value, expected) and torch.allclose(trace.grads["args"][0], here.grad)
+    stand_in = seen[0].__wrapped__  # the injected function, under the ban lifter's wrapper
+    assert stand_in.__code__.co_filename == probe.__file__ and stand_in is not ref.softmax
+    with pytest.raises(ValueError, match="not a reference of an earlier exercise"):
+        k.call("attend(x)", k.student("attend"), x, inject={"softmax": k.reference(
+            "lib.self_attention.scaled_dot_product_attention")})
+
+
+def test_a_reference_class_is_a_stand_in_with_its_parameters_in_the_kernel():
+    """A module of the notebook's references, built for the judge, keeps its parameters, submodules and
+    training flags in the kernel (they can be read, loaded and changed there) and runs in the grader with
+    them, on the kernel's random numbers: the same weights and dropout as the reference made in the kernel."""
+    from lib.feed_forward import FeedForward
+    k = _own({}, "lib.feed_forward")
+    layer = k.build("FeedForward(4, 8)", k.reference("lib.feed_forward.FeedForward"), 4, 8, dropout=0.5, seed=3)
+    info = k.describe(layer)
+    assert info.isa("lib.feed_forward.FeedForward") and set(info.all_params()) == {
+        "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"}
+    assert info.children["linear1"].isa("torch.nn.modules.linear.Linear")
+    torch.manual_seed(3)
+    here = FeedForward(4, 8, dropout=0.5)
+    x = torch.randn(2, 5, 4)
+    torch.manual_seed(7)
+    expected = here(x)  # train mode: dropout, from the seed
+    assert torch.equal(k.call("layer(x)", layer, x, seed=7), expected)
+    k.call("layer.eval()", layer.attr("eval"))
+    assert k.load(layer, {"linear2.bias": torch.ones(4)}) == []
+    with torch.no_grad():
+        here.linear2.bias.fill_(1.0)
+    assert torch.allclose(k.call("layer(x)", layer, x), here.eval()(x))
+    up = torch.randn(2, 5, 4)
+    trace = k.trace("layer(x)", layer, grad(x), backward=up)
+    here.zero_grad()
+    (here(x) * up).sum().backward()
+    assert torch.allclose(trace.grads["params"]["linear1.weight"], here.linear1.weight.grad)
+
+
+def test_the_grader_answers_only_questions_about_the_references_it_gave():
+    k = _own({}, "lib.self_attention", withheld=("SelfAttention",))
+    spec = k.reference("lib.self_attention.softmax").ref()["stub"]
+
+    def ask(message, tensors=None):
+        return json.loads(k.answer(probe.pack(message, tensors or {})))
+
+    x = probe.Encoder()
+    args = x([torch.zeros(2)])
+    assert ask({"op": "run", "id": spec["id"], "args": args}, x.tensors)["ok"] is True
+    for question in ({"op": "run", "id": spec["id"] + 1000, "args": args},  # a number it never gave
+                     {"op": "new", "id": spec["id"], "args": args},  # a function is not a class
+                     {"op": "run", "id": spec["id"], "method": "__class__", "args": args},
+                     {"op": "run", "id": spec["id"], "args": {"$": "ref", "global": "x"}}):  # not data
+        reply = ask(question, x.tensors)
+        assert reply["ok"] is False and "fault" in reply, question
+
+
+def test_work_handed_to_another_thread_or_process_fails_and_is_flagged():
+    """The ban holds on the calling thread only: a call that hands work to a thread (a pool of its own or one
+    made before the call) or a process fails, and is kept in ``flags`` for a person; printing and a progress
+    bar (whose threads are the kernel's and tqdm's) are fine."""
+    ns = {}
+    exec("import os, torch\nfrom concurrent.futures import ThreadPoolExecutor\nfrom tqdm import tqdm\n"
+         "POOL = ThreadPoolExecutor(1)\nPOOL.submit(int).result()\n"
+         "def pooled(x):\n    return POOL.submit(torch.softmax, x, -1).result()\n"
+         "def own(x):\n    with ThreadPoolExecutor(1) as pool:\n"
+         "        return pool.submit(torch.softmax, x, -1).result()\n"
+         "def forked(x):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n    return x\n"
+         "def plain(x):\n    for _ in tqdm(range(3)):\n        print('step')\n    return x.exp()\n", ns)
+    k = Kernel(LocalTransport(ns), Bans(ops=("softmax",)))
+    x = torch.randn(2, 3)
+    try:
+        assert torch.equal(k.call("plain(x)", k.student("plain"), x), x.exp()) and not k.flags
+        for name, where in [("pooled", "another thread (ThreadPoolExecutor)"),
+                            ("own", "another thread (ThreadPoolExecutor)"), ("forked", "another process (os.fork)")]:
+            with pytest.raises(AssertionError, match=re.escape(f"{name}(x) ran work on {where}, where the ban on "
+                                                               f"PyTorch's built-in softmax cannot be checked")):
+                k.call(f"{name}(x)", k.student(name), x)
+        assert len(k.flags) == 3
+    finally:
+        ns["POOL"].shutdown()

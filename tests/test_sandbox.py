@@ -37,14 +37,15 @@ try:
 except OSError:
     seen["wrote_mb"] = os.path.getsize("big.bin") // 2**20
 os.remove("big.bin")
-with open("/tmp/x", "w") as f:
+import tempfile
+with open(os.path.join(tempfile.gettempdir(), "x"), "w") as f:
     seen["tmp"] = f.write("x") == 1
 print("SEEN" + json.dumps(seen))
 '''
 
 
-def _seen(tmp_path, env=None):
-    path = make_submission(AID, tmp_path / "sub" / f"{AID}.ipynb", {"softmax": solution_sources(AID)["softmax"] + LOOK})
+def _seen(tmp_path, env=None, look=LOOK):
+    path = make_submission(AID, tmp_path / "sub" / f"{AID}.ipynb", {"softmax": solution_sources(AID)["softmax"] + look})
     keep = tmp_path / "kept"
     saved = dict(os.environ)
     os.environ.update(env or {})
@@ -71,6 +72,50 @@ def test_the_kernel_sees_what_a_student_has(tmp_path):
     assert seen["cwd"] == [], "the kernel's folder starts empty"
     assert seen["wrote_mb"] <= 64, "the kernel's folder has a size cap"
     assert seen["tmp"]
+
+
+HOST = """
+import json, os, socket
+seen = {"uid": os.getuid(), "route": open("/proc/net/route").read().splitlines()[1:],
+        "devices": sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").read().splitlines()[2:])}
+for folder in ("/root", "/home", "/opt", "/srv", "/var", "/run", "/work", "@COURSE@"):
+    try:
+        seen[folder] = sorted(os.listdir(folder))
+    except OSError as e:
+        seen[folder] = None
+try:
+    socket.create_connection(("127.0.0.1", @PORT@), timeout=2).close()
+    seen["host_server"] = True
+except OSError:
+    seen["host_server"] = False
+try:
+    open("/sys/fs/cgroup/pids/cgroup.procs", "a").write(str(os.getpid()))
+    seen["cgroup_escape"] = True
+except OSError:
+    seen["cgroup_escape"] = False
+print("SEEN" + json.dumps(seen))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="namespaces are Linux's")
+def test_the_kernel_has_no_network_and_none_of_the_hosts_files(tmp_path):
+    """Its own network namespace with loopback only (a server on the host's loopback is out of reach), its
+    own uid (not root), and no /root, /home, /opt, ..., nor the course folder, whatever COURSE_ROOT says."""
+    import socket
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        look = HOST.replace("@COURSE@", str(course.ROOT)).replace("@PORT@", str(server.getsockname()[1]))
+        result, seen = _seen(tmp_path, look=look)
+    assert result.auto_score == result.auto_max, [(c.grade_id, c.message) for c in result.cells]
+    assert result.sandbox == "isolated", result.sandbox
+    assert seen["devices"] == ["lo"] and seen["route"] == [], seen
+    assert not seen["host_server"], "the kernel reached a server on the host's loopback"
+    assert seen["uid"] != 0, "the kernel runs as root"
+    assert not seen["cgroup_escape"]
+    for folder in ("/root", "/home", "/opt", "/srv", "/var", "/run", "/work"):
+        assert not seen[folder] or set(seen[folder]) <= {".venv", "main", ".pyenv", "notebooks"}, (folder, seen[folder])
+    assert not seen[str(course.ROOT)] or set(seen[str(course.ROOT)]) <= {".venv", "notebooks"}
 
 
 def test_without_namespaces_the_view_still_applies(tmp_path):
@@ -116,3 +161,41 @@ def test_a_grader_without_root_isolates_kernels_too():
         assert "walking folders" in table  # and the attempt is flagged for a human
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+CAP_SYS_ADMIN, PR_CAPBSET_DROP = 21, 24
+
+
+def _without_sys_admin():
+    """Run as root without CAP_SYS_ADMIN, as in a container started with Docker's defaults."""
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
+        os._exit(99)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+                    reason="needs Linux and root, to take CAP_SYS_ADMIN away")
+def test_root_without_sys_admin_isolates_through_a_user_namespace(tmp_path):
+    """Root without CAP_SYS_ADMIN cannot make namespaces directly; the launcher then makes them inside a
+    user namespace, and the kernel is isolated all the same, network included."""
+    probe = [sys.executable, "-c", "import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare(0x10000000) != 0)"]
+    if subprocess.run(probe, preexec_fn=_without_sys_admin).returncode != 0:
+        pytest.skip("user namespaces are switched off on this machine")
+    path = make_submission(AID, tmp_path / "sub" / f"{AID}.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(path), "--assignment", AID],
+                          preexec_fn=_without_sys_admin, capture_output=True, text=True, timeout=600)
+    assert "sandbox:" not in proc.stdout, proc.stdout + proc.stderr  # the table names the sandbox when not isolated
+    assert re.search(r"autograded: 11 / 11", proc.stdout), proc.stdout + proc.stderr
+
+
+def test_grade_refuses_a_class_where_kernels_cannot_be_isolated(tmp_path, monkeypatch):
+    """With per-process limits only, one submission could reach the others: `grade` says so and stops,
+    unless the instructor accepts it with --allow-unisolated."""
+    from autograder.__main__ import main
+    (tmp_path / "submitted").mkdir()
+    monkeypatch.setenv("AUTOGRADER_NO_NAMESPACES", "1")
+    args = ["grade", str(tmp_path / "submitted"), "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    assert not (tmp_path / "out").exists()
+    assert main(args + ["--allow-unisolated"]) == 0
+    assert (tmp_path / "out" / "grades.csv").is_file()

@@ -65,12 +65,11 @@ def exercises(aid: str) -> tuple:
 
 
 @lru_cache(maxsize=None)
-def _sources(aid: str) -> tuple:
-    """(module name, source) of the trusted code the kernel may need: the notebook's reference modules, then
-    its fixtures (kernel-side helpers the judges build, listed in the package's FIXTURES)."""
-    names = [f"lib.{m}" for m in course.REFERENCE_MODULES.get(aid, ())] + list(getattr(package(aid), "FIXTURES", ()))
+def _fixtures(aid: str) -> tuple:
+    """(module name, source) of the kernel-side helpers the judges build (the package's FIXTURES). They hold
+    no answers: the notebook's reference modules never go to the kernel (``kernel.Here``)."""
     out = []
-    for name in names:
+    for name in getattr(package(aid), "FIXTURES", ()):
         spec = importlib.util.find_spec(name)
         out.append((name, open(spec.origin).read()))
     return tuple(out)
@@ -78,33 +77,39 @@ def _sources(aid: str) -> tuple:
 
 def kernel_for(aid: str, grade_id: str, transport) -> Kernel:
     """The Kernel a judge of ``grade_id`` works with: the notebook's bans, and trusted references of the
-    exercises before this one only."""
+    exercises before this one only (run in the grader)."""
     pkg = package(aid)
     owners = pkg.REFERENCES  # exercise -> the names of its references
     exercise = exercise_of(grade_id, exercises(aid))
     order = list(owners)
-    later = order[order.index(exercise):] if exercise in order else []
-    drop = [name for ex in later for name in owners[ex]]
-    return Kernel(transport, pkg.BANS, _sources(aid), drop)
+    later = order[order.index(exercise):] if exercise in order else order
+    withheld = [name for ex in later for name in owners[ex]]
+    own = [f"lib.{m}" for m in course.REFERENCE_MODULES.get(aid, ())]
+    return Kernel(transport, pkg.BANS, _fixtures(aid), own, withheld)
 
 
-def judge(aid: str, grade_id: str, transport) -> str | None:
-    """Run the judge of one graded cell: None when it passes, else the failure message.
+def judge(aid: str, grade_id: str, transport, flags: list | None = None) -> str | None:
+    """Run the judge of one graded cell: None when it passes, else the failure message. What a person
+    should review (a call that ran work where the kernel could not check it) fails the cell whatever the
+    judge made of it, and goes to ``flags`` too.
 
     Raises ``ProbeFailure`` when the kernel stopped answering (the caller says why).
     """
     fn = judges(aid)[grade_id]
     k = kernel_for(aid, grade_id, transport)
+    message = None
     try:
         fn(k)
     except AssertionError as e:
-        return str(e) or "the check failed"
+        message = str(e) or "the check failed"
     finally:
         try:
             k.reset()
         except ProbeFailure:
             pass
-    return None
+    if k.flags and flags is not None:
+        flags += k.flags[:1]
+    return k.flags[0] if k.flags else message
 
 
 def grade_here(aid: str, grade_id: str, namespace: dict) -> None:

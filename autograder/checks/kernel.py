@@ -14,7 +14,14 @@ Two transports carry the requests:
 - ``LocalTransport``: the kernel side runs in this same process, on a namespace
   (the test suite's fast path, and stock nbgrader without the course's
   configuration, where the judge can only run inside the kernel).
+
+A transport is called with a request and ``Kernel.answer``: in the middle of a
+request, the kernel may ask the grader to run one of the notebook's own
+references (``Here``), which never enter the kernel.
 """
+import importlib
+import inspect
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -58,6 +65,21 @@ class Remote:
         if self.tensor_subclass:
             return f"a {short} (a subclass of torch.Tensor: return a plain torch.Tensor)"
         return f"a {short}"
+
+
+@dataclass(frozen=True)
+class Here:
+    """A trusted reference of the notebook being graded (``lib.self_attention.softmax``), or its module. It is
+    an answer of the notebook, so it stays in the grader: passed to the kernel (injected, or a class to build),
+    it becomes a stand-in there whose calls ask the grader to run it on their arguments (``probe._stub``)."""
+    name: str
+    kernel: "Kernel" = field(compare=False, repr=False)
+
+    def attr(self, *names: str) -> "Here":
+        return Here(".".join((self.name, *names)), self.kernel)
+
+    def ref(self) -> dict:
+        return {"$": "ref", "stub": self.kernel._stand_in(self.name), "path": []}
 
 
 @dataclass
@@ -172,23 +194,28 @@ class Bans:
 class Kernel:
     """The student's kernel, as a judge sees it.
 
-    ``bans`` apply to every call of student code; ``trusted_sources`` lists the
-    trusted modules (name, source) that ``reference`` may load into the kernel,
-    and ``drop`` the names to remove from them (the references of the
-    exercise being graded and of every later one).
+    ``bans`` apply to every call of student code; ``fixtures`` lists the
+    kernel-side helpers (name, source) that ``trusted`` loads into the kernel;
+    ``own`` names the notebook's reference modules, which stay here (``Here``),
+    and ``withheld`` the references of the exercise being graded and of every
+    later one, which are not given to the kernel at all. ``flags`` collects
+    what a person should review: calls the kernel could not check.
     """
 
-    def __init__(self, transport, bans: Bans = Bans(), trusted_sources=(), drop=()):
+    def __init__(self, transport, bans: Bans = Bans(), fixtures=(), own=(), withheld=()):
         self.transport, self.bans = transport, bans
-        self.trusted_sources, self.drop = list(trusted_sources), list(drop)
-        self._trusted = None
+        self.flags = []
+        self.fixtures, self.own, self.withheld = list(fixtures), tuple(own), set(withheld)
+        self._fixtures = None
+        self._here = {}  # number -> a reference, or an object made from one, that the kernel may ask us to run
+        self._specs = {}  # qualified name -> its stand-in's description
 
     # -- requests -------------------------------------------------------------------------------
 
     def _request(self, message: dict, tensors: dict | None = None):
         text = probe.pack(message, tensors or {})
         start = time.perf_counter()
-        reply_text = self.transport(text)
+        reply_text = self.transport(text, self.answer)
         seconds = time.perf_counter() - start
         try:
             reply, reply_tensors = probe.unpack(reply_text)
@@ -224,7 +251,20 @@ class Kernel:
         reply, seconds = self._request(message, enc.tensors)
         if "error" in reply:
             raise _student_error(what, reply["error"], hint)
+        if reply.get("elsewhere"):
+            raise self._unchecked(what, reply["elsewhere"])
         return Trace(reply["v"], seconds, reply.get("ops") or [], reply.get("grads"), reply.get("args"))
+
+    def _unchecked(self, what: str, where) -> AssertionError:
+        """A call that ran work on other threads or processes (``probe._Elsewhere``), where the bans and the
+        record of operators do not reach: it fails, and is kept in ``flags`` for a person to review."""
+        places = ", ".join(str(w)[:100] for w in list(where)[:3])
+        unseen = (f"the ban on PyTorch's built-in {' and '.join(self.bans.ops)} cannot be checked" if self.bans.ops
+                  else "the grader cannot see what it runs")
+        message = (f"{what} ran work on {places}, where {unseen}: graded code must do its work on the thread "
+                   f"that calls it (flagged for a person to review)")
+        self.flags.append(message)
+        return AssertionError(message)
 
     def build(self, what: str, target, *args, seed=None, **kwargs):
         """An object of the judge's own (a trusted reference or fixture class) built in the kernel, without
@@ -264,7 +304,9 @@ class Kernel:
     def reset(self) -> None:
         """Forget every handle (done after each hidden test)."""
         self._request({"op": "reset"})
-        self._trusted = None
+        self._fixtures = None
+        self._here.clear()
+        self._specs.clear()
 
     # -- names ----------------------------------------------------------------------------------
 
@@ -273,21 +315,151 @@ class Kernel:
         """A name the notebook defines (the student's function or class)."""
         return Remote(("global", name), (), "", False, True)
 
-    def trusted(self, module: str) -> Remote:
-        """A trusted module in the kernel (a reference module of this or an earlier notebook, or a fixture),
-        loaded from the grader's own copy, without the references of this exercise and later ones."""
-        if self._trusted is None:
-            reply, _ = self._request({"op": "trusted", "modules": [list(m) for m in self.trusted_sources],
-                                      "drop": self.drop})
-            self._trusted = reply["v"]
-        if module in self._trusted:
-            return self._trusted[module]
-        return Remote(("import", module), (), "module", False, False)  # an earlier notebook's, in the kernel's lib
+    def trusted(self, module: str):
+        """A trusted module: one of this notebook's reference modules stays here (a ``Here``); a fixture is
+        loaded into the kernel from the grader's copy; a reference module of an earlier notebook is imported
+        in the kernel, whose lib has it."""
+        if module in self.own:
+            return Here(module, self)
+        if module in dict(self.fixtures):
+            if self._fixtures is None:
+                reply, _ = self._request({"op": "trusted", "modules": [list(m) for m in self.fixtures]})
+                self._fixtures = reply["v"]
+            return self._fixtures[module]
+        return Remote(("import", module), (), "module", False, False)
 
-    def reference(self, qualified: str) -> Remote:
+    def reference(self, qualified: str):
         """``reference("lib.self_attention.softmax")``: a trusted reference, to inject for an earlier exercise."""
         module, _, name = qualified.rpartition(".")
         return self.trusted(module).attr(name)
+
+    # -- the notebook's own references, run here for the kernel -----------------------------------
+
+    def _stand_in(self, qualified: str) -> dict:
+        """The description of the stand-in the kernel makes for a reference of this notebook (``probe._stub``)."""
+        if qualified not in self._specs:
+            module, _, name = qualified.rpartition(".")
+            if module not in self.own or name in self.withheld:
+                raise ValueError(f"{qualified} is not a reference of an earlier exercise of this notebook")
+            obj = getattr(importlib.import_module(module), name)
+            is_class = isinstance(obj, type)
+            if is_class and not issubclass(obj, torch.nn.Module) or not callable(obj):
+                raise ValueError(f"{qualified} is neither a function nor an nn.Module class")
+            self._specs[qualified] = {"id": self._keep(obj), "kind": "class" if is_class else "function",
+                                      "module": module, "name": name, "methods": _methods(obj) if is_class else []}
+        return self._specs[qualified]
+
+    def _keep(self, obj) -> int:
+        number = next(_NUMBERS)
+        self._here[number] = obj
+        return number
+
+    def answer(self, text: str) -> str:
+        """The grader's answer to a question the kernel asks in the middle of a request: run a reference of
+        this notebook that the judge gave the kernel, or a method of an object made from one, here, without the
+        bans, on the data sent (and on the kernel's random numbers, whose state goes back). With ``grads``, the
+        gradients of the inputs named in ``need`` instead."""
+        try:
+            message, tensors = probe.unpack(text)
+            obj, method = self._here.get(message.get("id")), message.get("method")
+            need = [key for key in message.get("need", []) if isinstance(key, str) and key in tensors]
+            for key in need:
+                tensors[key] = tensors[key].clone().requires_grad_(True)
+            rng = tensors.pop("rng", None)
+            value = probe.Decoder(tensors)
+            args, kwargs = value(message.get("args", [])), value(message.get("kwargs", {"$": "dict", "v": []}))
+            if type(args) is not list or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
+                raise probe.WireError("bad arguments")
+            if message.get("op") == "new" and isinstance(obj, type):
+                fn = obj
+            elif message.get("op") == "run" and method is None and inspect.isfunction(obj):
+                fn = obj
+            elif (message.get("op") == "run" and isinstance(obj, torch.nn.Module)
+                  and method in _methods(type(obj))):
+                fn = _method_with(obj, method, value(message.get("state", {"$": "dict", "v": []})),
+                                  message.get("training"))
+            else:
+                raise probe.WireError("the grader has no such reference for this check")
+            with torch.random.fork_rng(devices=[]), torch.set_grad_enabled(bool(need)):
+                if rng is not None:
+                    torch.set_rng_state(rng)
+                try:
+                    out = fn(*args, **kwargs)
+                except Exception as e:  # noqa: BLE001 - the reference refused what the student's code gave it
+                    raise probe.Raised(e) from None
+                rng = torch.get_rng_state()
+                if "grads" in message:
+                    out = _gradients(out, value(message["grads"]), [tensors[key] for key in need])
+            if message.get("op") == "new":
+                out = {"id": self._keep(out), "tree": _tree(out)}
+            enc = probe.Encoder()
+            data = enc(out)
+            return probe.pack({"ok": True, "v": data}, dict(enc.tensors, rng=rng))
+        except probe.Raised as e:
+            return probe.pack({"ok": False, "error": e.info}, {})
+        except Exception as e:  # noqa: BLE001 - a question that cannot be answered is answered so
+            return probe.pack({"ok": False, "fault": f"{type(e).__name__}: {str(e)[:300]}"}, {})
+
+
+_NUMBERS = itertools.count(1)  # of the references and objects judges keep for the kernel: never used twice
+
+
+def _methods(cls) -> list:
+    """The methods a stand-in of a reference class forwards: forward and its own public ones (encode, ...)."""
+    return sorted({"forward"} | {name for name in dir(cls) if not name.startswith("_")
+                                 and inspect.isfunction(getattr(cls, name)) and not hasattr(torch.nn.Module, name)})
+
+
+class _Method(torch.nn.Module):
+    """``m.<name>(...)`` as a module's forward, for ``torch.func.functional_call``."""
+
+    def __init__(self, m, name):
+        super().__init__()
+        self.m, self.name = m, name
+
+    def forward(self, *args, **kwargs):
+        return getattr(self.m, self.name)(*args, **kwargs)
+
+
+def _method_with(module, name, state, training):
+    """``module.<name>`` run with the parameters and buffers of the kernel's copy (they may have been loaded,
+    trained or converted there) and its training flags."""
+    parts = dict(module.named_modules(remove_duplicate=False))
+    for path, flag in (training if type(training) is dict else {}).items():
+        if path in parts:
+            parts[path].training = bool(flag)
+    known = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
+            {n for n, _ in module.named_buffers(remove_duplicate=False)}
+    if type(state) is not dict:
+        raise probe.WireError("bad state")
+    state = {f"m.{n}": t for n, t in state.items() if n in known and torch.is_tensor(t)}
+    call = _Method(module, name)
+    return lambda *args, **kwargs: torch.func.functional_call(call, state, tuple(args), kwargs)
+
+
+def _gradients(out, grads, inputs) -> list:
+    """The gradients of sum(out * grads) with respect to ``inputs`` (None where they do not reach)."""
+    keep = probe._Keep()
+    keep(out)  # the output's tensors, in the order the kernel got them
+    pairs = [(o, g) for o, g in zip(keep.kept, grads if type(grads) is list else [])
+             if torch.is_tensor(g) and o.requires_grad]
+    if not pairs or not inputs:
+        return [None] * len(inputs)
+    return list(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
+
+
+def _tree(m) -> dict:
+    """A module made here, as the kernel's copy needs it: type, training flag, simple attributes, parameters,
+    buffers and submodules (the copy is made by ``probe._mirror``)."""
+    def simple(v):
+        return type(v) in probe.SCALARS or type(v) in (tuple, list) and all(type(x) in probe.SCALARS for x in v)
+    return {"type": [type(m).__module__, type(m).__qualname__], "training": m.training,
+            "attrs": {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training" and simple(v)},
+            "params": {k: p.detach() for k, p in m._parameters.items() if p is not None},
+            "frozen": [k for k, p in m._parameters.items() if p is not None and not p.requires_grad],
+            "buffers": {k: b for k, b in m._buffers.items() if b is not None},
+            "persistent": [k for k in m._buffers if k not in m._non_persistent_buffers_set],
+            "children": {k: _tree(c) for k, c in m._modules.items() if c is not None}}
 
 
 def grad(t: torch.Tensor) -> torch.Tensor:
@@ -305,7 +477,7 @@ class _Encoder(probe.Encoder):
     """The judge's encoder: a ``Remote`` among the arguments becomes a reference the kernel resolves."""
 
     def __call__(self, obj, depth: int = 0):
-        if isinstance(obj, Remote):
+        if isinstance(obj, (Remote, Here)):
             return obj.ref()
         return super().__call__(obj, depth)
 
@@ -338,5 +510,16 @@ class LocalTransport:
     def __init__(self, namespace: dict):
         self.namespace, self.state = namespace, {}
 
-    def __call__(self, text: str) -> str:
+    def __call__(self, text: str, answer=None) -> str:
+        self.state["ask"] = None if answer is None else (lambda question: _as_grader(answer, question))
         return probe.handle(text, self.namespace, self.state)
+
+
+def _as_grader(answer, question: str) -> str:
+    """``answer(question)`` as the grader computes it, outside the kernel: the bans and the kernel's dispatch
+    modes (the ban, the operator record) set aside."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from lib.guard import lifted
+    with lifted(), _disable_current_modes():
+        return answer(question)
