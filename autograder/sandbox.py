@@ -53,6 +53,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -66,16 +67,26 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
 WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the kernel's own
 PIDS = 512  # processes and threads of one sandbox, all together (AUTOGRADER_PIDS)
 UID_BASE = 1_500_000_000  # a root grader runs each kernel as UID_BASE + the launcher's pid: a uid no file has
 # the top-level folders a kernel keeps (read-only): the system's programs, libraries and settings
 SYSTEM_DIRS = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "dev", "proc", "sys", "tmp"}
+STARTUP = 180  # seconds a kernel may take to bind its sockets
 KERNEL_DIR = "/tmp/.kernel"  # in the kernel's own /tmp: its connection file and its sockets
 SOCKET_BASE = KERNEL_DIR + "/ipc"
 PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+# what the kernel keeps of the grader's environment: locale, paths to Python, threads, devices, the course's
+# own settings, and what Jupyter tells a kernel
+ENVIRONMENT = {"PATH", "LANG", "LANGUAGE", "TZ", "MPLBACKEND", "NBGRADER_EXECUTION", "COURSE_DEVICE",
+               "COURSE_DATA_DIR", "JPY_PARENT_PID", "JPY_SESSION_NAME", "PYTHONHASHSEED", "PYTHONUNBUFFERED"}
+ENVIRONMENT_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "TORCH_", "PYTORCH_", "CUDA_", "NVIDIA_")
+# system calls no answer needs and the namespaces do not separate: the kernel's keyrings (keyctl and
+# friends), shared by every process of a uid and readable across sandboxes when a key allows it
+SECCOMP_DENIED = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}  # add_key, request_key, keyctl
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -138,7 +149,16 @@ def _isolate_files(workdir: str, hide, keep, scratch: int, uid=None) -> None:
         _cover(target, kept, writable=target in WRITABLE)
     for _, fd, _ in kept:
         os.close(fd)
+    _no_terminals()
     os.chdir(workdir)
+
+
+def _no_terminals() -> None:
+    """No pseudo-terminal: /dev/pts is the host's (every sandbox would share it), and no answer needs one."""
+    if os.path.isdir("/dev/pts"):
+        _mount("none", "/dev/pts", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
+    if os.path.exists("/dev/ptmx"):
+        _mount("/dev/null", "/dev/ptmx", None, MS_BIND)
 
 
 def _kept_flags(point: str) -> int:
@@ -188,6 +208,14 @@ def _course_dirs() -> list:
     return found
 
 
+def kernel_environment(environ) -> dict:
+    """The kernel's environment: the variables of ``ENVIRONMENT`` only. The grader's own (tokens, paths,
+    its settings) stay out: whatever a kernel can read, it can print into its feedback."""
+    env = {k: v for k, v in environ.items() if k in ENVIRONMENT or k.startswith(ENVIRONMENT_PREFIXES)}
+    env.update(PYTHONDONTWRITEBYTECODE="1", USER="student", LOGNAME="student")
+    return env
+
+
 def _enter_namespaces(network: bool) -> bool:
     """New mount, PID, IPC and UTS namespaces, and a network namespace of its own when ``network``. As root
     directly; where that is refused (root in a container without CAP_SYS_ADMIN) or as another user, inside a
@@ -215,11 +243,35 @@ def _loopback_up() -> None:
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
 
 
+def _deny_system_calls() -> None:
+    """A seccomp filter: the system calls of ``SECCOMP_DENIED`` fail with EPERM (needs no_new_privs)."""
+    import platform
+    import struct
+    arch = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(platform.machine())
+    if arch is None:
+        return
+    ld, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # SECCOMP_RET_ALLOW, ERRNO(EPERM), KILL_PROCESS
+    calls = SECCOMP_DENIED[platform.machine()]
+    jge, x32 = 0x35, 0x40000000  # BPF_JMP|BPF_JGE|BPF_K; x86's x32 calls are numbered from 0x40000000
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld, 0, 0, 0), (jge, len(calls) + 1, 0, x32)]
+    prog += [(jeq, len(calls) - i, 0, nr) for i, nr in enumerate(calls)]  # each jumps to the deny below
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    code = b"".join(struct.pack("HBBI", *ins) for ins in prog)
+    buf = ctypes.create_string_buffer(code)
+    fprog = struct.pack("HL", len(prog), ctypes.addressof(buf))
+    fbuf = ctypes.create_string_buffer(fprog)
+    ulong = ctypes.c_ulong
+    _check(_libc.prctl(PR_SET_SECCOMP, ulong(SECCOMP_MODE_FILTER), ulong(ctypes.addressof(fbuf)), ulong(0), ulong(0)),
+           "seccomp")
+
+
 def _drop_capabilities() -> None:
     for cap in range(64):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             break
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _deny_system_calls()
 
 
 def _become(uid) -> None:
@@ -259,12 +311,7 @@ def main(argv) -> None:
     scratch = int(os.environ.get("AUTOGRADER_SCRATCH_MB", "64") or 64) * 2**20
     log = _open_log(os.environ.get("AUTOGRADER_SANDBOX_LOG"))
     workdir = os.path.realpath(os.getcwd())
-    env = dict(os.environ)
-    for name in ("AUTOGRADER_HIDE", "AUTOGRADER_KEEP", "AUTOGRADER_VIEW", "AUTOGRADER_MEMORY", "AUTOGRADER_SCRATCH_MB",
-                 "AUTOGRADER_SANDBOX_LOG", "AUTOGRADER_NOTES", "AUTOGRADER_SCRATCH_DIR", "AUTOGRADER_NO_NAMESPACES",
-                 "AUTOGRADER_PIDS", "AUTOGRADER_SOCKETS", "PWD", "OLDPWD"):
-        env.pop(name, None)
-    env.update(PYTHONDONTWRITEBYTECODE="1", USER="student", LOGNAME="student")
+    env = kernel_environment(os.environ)
     if view:  # the kernel imports lib/ and autograder.probe from the view, before anything installed
         env["PYTHONPATH"] = view
         keep.append(view)
@@ -317,13 +364,12 @@ def main(argv) -> None:
         try:
             if group is not None:
                 group.add(child)
-            if sockets is not None:
-                _link_sockets(socket_dir, sockets, child)
         finally:
             os.close(ready_w)
         _write_log(log, state)
         _forward_signals(child)
-        status, over = _supervise(child, None if group else memory, procfd)
+        status = _link_sockets(socket_dir, sockets, child) if sockets is not None else None
+        status, over = (status, []) if status is not None else _supervise(child, None if group else memory, procfd)
         _write_log(log, {"ended": True, "hits": over}, close=True)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     # limits only: no namespace could be had
@@ -359,6 +405,9 @@ def _start_kernel(argv, env, connection, sockets, fonts, memory, nproc, uid, use
             raise
         # some containers refuse a new /proc in a user namespace: hide the old one instead
         _mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
+    for name in ("/proc/keys", "/proc/key-users"):  # the host's keys, which no namespace separates
+        if os.path.exists(name):
+            _mount("/dev/null", name, None, MS_BIND)
     os.makedirs(KERNEL_DIR, mode=0o700, exist_ok=True)
     private = dict(connection["info"])
     if sockets is not None:
@@ -500,16 +549,44 @@ def _ipc_sockets(connection) -> list | None:
     return [f"{info['ip']}-{info[name]}" for name in PORTS]
 
 
-def _link_sockets(folder: int, sockets, child: int) -> None:
-    """Make each socket path the grader connects to (in ``folder``) a link into the kernel's own /tmp,
-    where the kernel binds it. Only the grader can follow it (through /proc, into the kernel's mount
-    namespace): the kernel itself never gets a folder of the host to write in."""
+def _link_sockets(folder: int, sockets, child: int):
+    """Once the kernel has bound its sockets (in its own /tmp), open each (never through a link) and make
+    each path the grader connects to (in ``folder``) a link to that descriptor of this launcher. The grader
+    then reaches the very socket the kernel made at start-up, before any student code ran: nothing the
+    kernel later puts at those paths (a link to a socket of the host, say) is ever followed. Returns the
+    kernel's wait status if it ended before binding them all, else None."""
     try:
+        kept = {}
+        deadline = time.monotonic() + STARTUP
+        while len(kept) < len(sockets) and time.monotonic() < deadline:
+            pid, status = os.waitpid(child, os.WNOHANG)
+            if pid:
+                return status
+            for path in sockets:
+                port = path.rsplit("-", 1)[1]
+                if port not in kept:
+                    kept[port] = _open_socket(f"{SOCKET_BASE}-{port}")
+                    kept = {k: v for k, v in kept.items() if v is not None}
+            time.sleep(0.02)
         for path in sockets:
-            target = f"/proc/{child}/root{SOCKET_BASE}-{path.rsplit('-', 1)[1]}"
-            os.symlink(target, os.path.basename(path), dir_fd=folder)
+            fd = kept.get(path.rsplit("-", 1)[1])
+            if fd is not None:
+                os.symlink(f"/proc/{os.getpid()}/fd/{fd}", os.path.basename(path), dir_fd=folder)
     finally:
         os.close(folder)
+    return None
+
+
+def _open_socket(path: str):
+    """A descriptor of the socket at ``path`` (not a link to one), or None while there is none."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
 
 
 def _private_connection(argv, connection, folder: str) -> list:
