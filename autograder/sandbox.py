@@ -17,8 +17,9 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
   * the network is loopback only, with no route out: the kernel talks to the
     grader over Unix sockets (Jupyter's ``ipc`` transport, asked for by
     ``execute.SocketKernelManager``), which it binds in its own /tmp; the
-    grader reaches them through links into the kernel's mount namespace, so
-    no kernel can see another's sockets, or any service of the host,
+    grader reaches them through links to the launcher's descriptors of those
+    very sockets, so no kernel can see another's sockets or any service of
+    the host, nor make the grader connect anywhere else,
   * the kernel's folder is a fresh, small, writable file system of its own
     (``AUTOGRADER_SCRATCH_MB``): nothing it writes or links there reaches the
     grader, which writes its outputs elsewhere,
@@ -32,7 +33,10 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
     small one,
   * /proc shows only the kernel's own processes, and all of them die with it,
   * no capability is left, and a root grader's kernel runs as a uid of its
-    own (``UID_BASE`` + the launcher's pid), which owns no file of the host;
+    own (``UID_BASE`` + the launcher's pid), which owns no file of the host,
+  * no keyrings (a seccomp filter refuses their system calls, and /proc/keys
+    is hidden) and no pseudo-terminals: both are shared across namespaces;
+- keeps only an allow-list of the grader's environment (``ENVIRONMENT``);
 - limits each process's address space, the size of files it may write, and
   core dumps; standard streams go to /dev/null and no other descriptor of the
   grader's stays open, so nothing the kernel writes can pass for the grading
