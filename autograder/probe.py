@@ -389,7 +389,7 @@ class _Elsewhere:
             sys.addaudithook(_audit)
             _hooked = True
         self.found = _found = []
-        self.threads = {t: _thread_cpu(t) for t in _threads()}
+        self.threads = _settled(_threads())
         self.children = {pid: _process_cpu(pid) for pid in _children()}
         self.reaped = _reaped()
         self.starts = _thread.start_new_thread, threading._start_new_thread
@@ -456,6 +456,31 @@ def _what(thread) -> str:
     if module.startswith("multiprocessing"):
         return "another thread (multiprocessing)"
     return f"another thread ({type(thread).__name__} {thread.name!r})"
+
+
+def _settled(threads, tries: int = 25) -> dict:
+    """Each thread's CPU clock once the threads have gone idle, or after ``tries`` short waits: a thread that
+    was still finishing earlier work when the call began (a pool's worker wrapping up the job whose result an
+    earlier cell just took, behind on a busy machine) would otherwise seem to work for the call. Idle means
+    no clock moved over a short sleep (which hands the GIL over) and no thread is running or runnable. A thread
+    busy throughout is not waited for: its clock still moves during the call, which is then flagged."""
+    cpu = {t: _thread_cpu(t) for t in threads}
+    for _ in range(tries if threads else 0):
+        time.sleep(0.002)
+        again = {t: _thread_cpu(t) for t in threads}
+        if again == cpu and not any(_running(t) for t in threads):
+            break
+        cpu = again
+    return cpu
+
+
+def _running(thread) -> bool:
+    """Whether Linux has the thread running or ready to run (state R in /proc); False where it cannot tell."""
+    try:
+        with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "R"
+    except (OSError, IndexError):
+        return False
 
 
 def _thread_cpu(thread):
