@@ -199,3 +199,25 @@ def test_grade_refuses_a_class_where_kernels_cannot_be_isolated(tmp_path, monkey
     assert not (tmp_path / "out").exists()
     assert main(args + ["--allow-unisolated"]) == 0
     assert (tmp_path / "out" / "grades.csv").is_file()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="namespaces are Linux's")
+def test_a_course_elsewhere_stays_hidden(tmp_path):
+    """COURSE_ROOT pointing at another copy of the course (here under /var/tmp, outside the checkout the
+    grader runs from): its solutions/ are hidden from the kernel too. The submission's softmax exists
+    only where it cannot see them."""
+    copy = Path(tempfile.mkdtemp(prefix="course-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    try:
+        for name in ("solutions", "notebooks", "lib"):
+            shutil.copytree(course.ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(course.ROOT / "pyproject.toml", copy)
+        copy.chmod(0o755)
+        sees = f'\nimport os\nif os.path.exists({str(copy / "solutions")!r}):\n    del softmax\n'
+        path = make_submission(AID, tmp_path / "sub" / f"{AID}.ipynb", {"softmax": solution_sources(AID)["softmax"] + sees})
+        proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(path), "--assignment", AID],
+                              env=dict(os.environ, COURSE_ROOT=str(copy)), capture_output=True, text=True, timeout=600)
+        if "limits only" in proc.stdout:
+            pytest.skip("no namespaces here: only the view and the limits apply")
+        assert re.search(r"softmax\s+3 / 3", proc.stdout), proc.stdout + proc.stderr
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
