@@ -139,7 +139,33 @@ while time.time() < _end:
 print("ATTACK", json.dumps({"most": _most}))
 '''
 
-ATTACKS = {"forge": FORGE, "ports": PORTS, "fork": FORK_THREADS, "memory": MEMORY}
+# Threads started in forked children, counted: each child sends its count to the kernel on a pipe.
+COUNT_THREADS = '''
+import os, threading, time
+threading.stack_size(32768)
+_r, _w = os.pipe()
+for _ in range(3):
+    try:
+        _pid = os.fork()
+    except OSError:
+        break
+    if _pid == 0:
+        _n = 0
+        try:
+            for _ in range(2000):
+                threading.Thread(target=time.sleep, args=(20,), daemon=True).start()
+                _n += 1
+        except BaseException:
+            pass
+        os.write(_w, f"{_n}\\n".encode())
+        time.sleep(20)
+        os._exit(0)
+time.sleep(10)
+os.close(_w)
+print("ATTACK", json.dumps({"threads": sum(int(n) for n in os.read(_r, 4096).split())}))
+'''
+
+ATTACKS = {"forge": FORGE, "ports": PORTS, "fork": FORK_THREADS, "memory": MEMORY, "count": COUNT_THREADS}
 
 
 # student folders, graded in this order (by name): each attacker has honest students beside it and after it
@@ -206,3 +232,33 @@ def test_memory_is_capped_per_sandbox_not_per_process(graded):
     assert attack["most"] <= 1.25 * limit, f"the sandbox held {attack['most'] / 2**30:.1f} GiB at once"
     result = graded["results"]["memory"]
     assert any("memory limit" in n for n in result.notes), result.notes
+
+
+@pytest.fixture(scope="module")
+def without_cgroups(tmp_path_factory):
+    """The same limits where no control group can be made: the kernel's own uid with RLIMIT_NPROC, and the
+    launcher adding up the sandbox's memory."""
+    tmp = tmp_path_factory.mktemp("fallback")
+    submitted = tmp / "submitted"
+    order = {name: f"s{i}_{name}" for i, name in enumerate(["honest0", "count", "honest1", "memory", "honest2"])}
+    for name, folder in order.items():
+        source = _attacker_source(name) if name in ATTACKS else _honest_source()
+        make_submission(AID, submitted / folder / AID / f"{AID}.ipynb", {"softmax": source})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOGRADER_NO_CGROUP", "1")
+        results, _ = grade_class(submitted, tmp / "out", jobs=2, progress=False,
+                                 limits=Limits(cell_timeout=45, notebook_timeout=150))
+    names = {folder: name for name, folder in order.items()}
+    return {"results": {names[r.student]: r for r in results}, "out": tmp / "out", "order": order}
+
+
+def test_without_cgroups_the_limits_still_hold(without_cgroups):
+    results = without_cgroups["results"]
+    for name in ("honest0", "honest1", "honest2"):
+        assert per_exercise(results[name]) == FULL, (name, results[name].error, results[name].notes)
+    nb = nbformat.read(without_cgroups["out"] / "autograded" / without_cgroups["order"]["count"] / AID /
+                       f"{AID}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    threads = json.loads(re.search(r"ATTACK (\{.*\})", printed).group(1))["threads"]
+    assert threads <= Limits().pids, f"{threads} threads started in one sandbox"
+    assert any("memory limit" in n for n in results["memory"].notes), results["memory"].notes
