@@ -22,6 +22,7 @@ from autograder import course
 from autograder.__main__ import grade_class
 from autograder.grading import Limits
 from tests.hostile_cases import AID, FULL, SOL
+from tests.test_hostile import per_exercise
 from tests.submissions import make_submission
 
 SECRET = "SENDER_SECRET_5c1e"  # what the sender publishes: must never reach the receiver
@@ -251,14 +252,6 @@ def _attack(code):
     return {"softmax": SOL["softmax"] + "\n" + code}
 
 
-def _points(result):
-    points = {}
-    for c in result.cells:
-        if not c.manual:
-            points[c.exercise] = points.get(c.exercise, 0) + c.score
-    return points
-
-
 def _printed(out, folder) -> str:
     nb = nbformat.read(out / "autograded" / folder / AID / f"{AID}.ipynb", as_version=4)
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
@@ -387,7 +380,7 @@ def test_ipc_network_and_shared_memory_stay_per_kernel(graded):
 def test_honest_students_keep_their_grades(graded):
     for name in ("honest0", "honest1"):
         r = graded["results"][name]
-        assert _points(r) == FULL, (name, r.error, r.notes, [(c.grade_id, c.message) for c in r.cells])
+        assert per_exercise(r) == FULL, (name, r.error, r.notes, [(c.grade_id, c.message) for c in r.cells])
         assert r.sandbox == "isolated", r.sandbox
 
 
