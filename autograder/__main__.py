@@ -127,7 +127,8 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
     report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders).
 
     Refuses (``NotIsolated``) where this machine cannot give each kernel namespaces of its own, unless
-    ``allow_unisolated``: with per-process limits only, one student's code can reach the others'."""
+    ``allow_unisolated``: with per-process limits only, one student's code can reach the others'. On a
+    cluster, each worker is asked the same, and one that cannot is refused by name."""
     if not cluster and not allow_unisolated:
         why = preflight()
         if why:
@@ -142,7 +143,7 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
     out.mkdir(parents=True, exist_ok=True)
     autograded = out / "autograded"
     results = grade_many(found, jobs=jobs, keep_autograded=autograded, limits=limits, progress=progress,
-                         hide=[submitted, out], cluster=cluster)
+                         hide=[submitted, out], cluster=cluster, allow_unisolated=allow_unisolated)
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
     write_grades_csv(results, out / "grades.csv")

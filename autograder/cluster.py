@@ -162,8 +162,8 @@ async def _take(dask_worker, resource: str):
 class _Workers:
     """The cluster's workers as this client sees them: those that hold this course, and those refused."""
 
-    def __init__(self, client, prints: tuple, log=print):
-        self.client, self.prints, self.log = client, prints, log
+    def __init__(self, client, prints: tuple, log=print, allow_unisolated: bool = False):
+        self.client, self.prints, self.log, self.allow_unisolated = client, prints, log, allow_unisolated
         self.resource = f"course-{version(prints)}"
         self.good, self.refused = set(), {}
 
@@ -183,13 +183,25 @@ class _Workers:
                 elif tuple(map(tuple, theirs)) != self.prints:
                     why = f"it holds another version of the course: {differences(self.prints, tuple(map(tuple, theirs)))}"
                 else:
-                    self.client.run(_take, resource=self.resource, workers=[address])
-                    self.good.add(address)
-                    continue
+                    why = "" if self.allow_unisolated else self._isolation(address)
+                    if not why:
+                        self.client.run(_take, resource=self.resource, workers=[address])
+                        self.good.add(address)
+                        continue
                 self.refused[address] = why
                 self.log(f"refusing worker {address}: {why}. Give it this course's checkout and environment "
-                         f"(the same commit, `pip install -e .[cluster]`) and restart it.", file=sys.stderr)
+                         f"(the same commit, `pip install -e .[cluster]`) on a machine where its kernels can be "
+                         f"isolated, and restart it.", file=sys.stderr)
         return set(self.good)
+
+
+    def _isolation(self, address) -> str:
+        """'' when the worker can isolate its kernels (``sandbox.preflight``), else why it cannot."""
+        from .sandbox import preflight
+        answer = self.client.run(preflight, workers=[address], on_error="return")[address]
+        if isinstance(answer, BaseException):
+            return f"it could not say whether its kernels can be isolated ({type(answer).__name__}: {answer})"
+        return f"its kernels cannot be isolated: {answer} (--allow-unisolated accepts that)" if answer else ""
 
 
 def _allowed_failures(dask_scheduler=None) -> int:
@@ -201,8 +213,10 @@ def _from_dict(d: dict) -> NotebookResult:
     return NotebookResult(**d, cells=cells)
 
 
-def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limits, progress: bool, hide=()):
-    """``grading.grade_many`` on the Dask cluster whose scheduler is at ``address``."""
+def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limits, progress: bool, hide=(),
+                     allow_unisolated: bool = False):
+    """``grading.grade_many`` on the Dask cluster whose scheduler is at ``address``; workers that cannot
+    isolate their kernels are refused unless ``allow_unisolated``."""
     try:
         from distributed import Client, wait
         from distributed.scheduler import KilledWorker
@@ -216,7 +230,7 @@ def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limit
     bar = None
     try:
         prints = fingerprint()
-        workers = _Workers(client, prints)
+        workers = _Workers(client, prints, allow_unisolated=allow_unisolated)
         try:
             client.wait_for_workers(1, timeout=60)
         except TimeoutError:

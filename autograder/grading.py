@@ -384,7 +384,7 @@ def progress_bar(total: int, progress: bool):
 
 
 def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, limits: Limits | None = None,
-               progress: bool = False, hide=(), cluster: str | None = None):
+               progress: bool = False, hide=(), cluster: str | None = None, allow_unisolated: bool = True):
     """Grade ``submissions``, a list of (student_id, assignment_id, notebook path).
 
     Returns a list of NotebookResult in the same order. ``jobs`` workers grade
@@ -397,7 +397,7 @@ def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, 
     limits = limits or Limits()
     if cluster:
         from .cluster import grade_on_cluster
-        return grade_on_cluster(cluster, submissions, keep_autograded, limits, progress, hide)
+        return grade_on_cluster(cluster, submissions, keep_autograded, limits, progress, hide, allow_unisolated)
     jobs = max(1, min(jobs, len(submissions)))
     run = Run(sorted({aid for _, aid, _ in submissions}), jobs, limits, hide)
     todo = queue.Queue()

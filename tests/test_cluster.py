@@ -188,6 +188,24 @@ def test_a_worker_of_another_course_version_is_refused(local_cluster, klass, tmp
     local_cluster.kill("stale")
 
 
+def test_a_worker_that_cannot_isolate_kernels_is_refused(local_cluster, tmp_path):
+    """A worker whose kernels would get per-process limits only (no namespaces) is named and given nothing,
+    as `grade` refuses such a machine; grading goes on with the others."""
+    local_cluster.add_worker("open", env=dask_env(AUTOGRADER_NO_NAMESPACES="1"))
+    name = local_cluster.names()["open"]
+    sub = tmp_path / "submitted"
+    make_submission(AID, sub / "alice" / AID / f"{AID}.ipynb")
+    out = tmp_path / "out"
+    proc = grade(sub, out, "--cluster", local_cluster.address)
+    assert f"refusing worker {name}: its kernels cannot be isolated: namespaces switched off" in proc.stderr, \
+        proc.stderr
+    rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert rows["alice"]["autograded"] == "11"
+    assert local_cluster.client.run(lambda dask_worker: dict(dask_worker.state.total_resources),
+                                     workers=[name])[name] == {}
+    local_cluster.kill("open")
+
+
 def test_check_a_folder_on_the_cluster(local_cluster, tmp_path):
     make_submission(AID, tmp_path / "mine" / AID / f"{AID}.ipynb")
     proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(tmp_path / "mine"), "--cluster",
