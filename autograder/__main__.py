@@ -1,14 +1,18 @@
 """Command line: python -m autograder {release,check,grade,bundle}."""
 import argparse
+import hashlib
 import os
+import signal
 import sys
 from pathlib import Path
 
-from . import course
+from . import course, intake
 from .bundle import bundle
 from .cluster import ClusterError
 from .grading import Limits, check_notebook, grade_many, zero_result
+from .fingerprint import fingerprint, version
 from .release import release
+from .results import Store
 from .sandbox import preflight
 from .report import (class_summary, exercise_table, needs_review, plot_summary, write_class_report,
                      write_feedback, write_grades_csv)
@@ -121,10 +125,24 @@ class NotIsolated(Exception):
     """Kernels cannot be isolated on this machine, and the instructor did not accept that."""
 
 
+def submission_key(path: Path, limits: Limits) -> str:
+    """What a result was graded from: the notebook's bytes, the course's version and the limits. A result kept
+    from an earlier run is reused only while all three are the same."""
+    data, _ = intake.read_bytes(path)
+    h = hashlib.sha256(data if data is not None else b"(unreadable)")
+    h.update(f"|{version(fingerprint())}|{limits!r}".encode())
+    return h.hexdigest()[:24]
+
+
 def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True, cluster=None,
-                allow_unisolated: bool = False):
+                allow_unisolated: bool = False, regrade: bool = False):
     """Grade a folder laid out like nbgrader's submitted/ and write every output into ``out``: grades.csv,
     report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders).
+
+    Each result is recorded in ``out``/results.jsonl the moment it is graded (``autograder.results``). Run again
+    on the same ``out``, it grades only what is missing, changed, or failed for the grader's own reasons (every
+    notebook with ``regrade``). Interrupted (Ctrl-C, SIGTERM), it writes the outputs of what was graded so far
+    and raises KeyboardInterrupt.
 
     Refuses (``NotIsolated``) where this machine cannot give each kernel namespaces of its own, unless
     ``allow_unisolated``: with per-process limits only, one student's code can reach the others'. On a
@@ -142,18 +160,63 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
         print(f"NOT GRADED: {ascii(str(folder))}: {why}", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     autograded = out / "autograded"
-    results = grade_many(found, jobs=jobs, keep_autograded=autograded, limits=limits, progress=progress,
-                         hide=[submitted, out], cluster=cluster, allow_unisolated=allow_unisolated)
+    store = Store(out / "results.jsonl")
+    kept = {} if regrade else store.load()
+    results, todo, keys = [], [], []
+    for student, aid, path in found:
+        key = submission_key(path, limits)
+        old = kept.get((student, aid))
+        if old and old[0] == key and not old[1].fault:
+            results.append(old[1])
+        else:
+            todo.append((student, aid, path))
+            keys.append(key)
+    if results:
+        print(f"kept {len(results)} notebook(s) graded by an earlier run into {out} (unchanged since); grading "
+              f"{len(todo)} (--regrade grades every notebook again)", file=sys.stderr)
+    fresh = {}
+
+    def arrived(i, r):
+        fresh[i] = r
+        try:
+            store.add(r, keys[i])
+        except OSError as e:  # the disk is full, say: the grade is still reported, but a rerun grades it again
+            r.notes.append(f"this result could not be recorded in {store.path.name} ({e})")
+
+    interrupted = False
+    try:
+        grade_many(todo, jobs=jobs, keep_autograded=autograded, limits=limits, progress=progress,
+                   hide=[submitted, out], cluster=cluster, allow_unisolated=allow_unisolated, on_result=arrived)
+    except KeyboardInterrupt:
+        interrupted = True
+    results += [fresh[i] for i in sorted(fresh)]
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
+    unfinished = len(todo) - len(fresh)
+    write_outputs(results, out, refused, unfinished)
+    if interrupted:
+        raise KeyboardInterrupt(f"{unfinished} notebook(s) not graded")
+    return results, refused
+
+
+def write_outputs(results, out: Path, refused=(), unfinished: int = 0) -> None:
+    """grades.csv, report.txt, summary.txt and .png, and one feedback page per notebook, from ``results``.
+    A page that fails to render is reported, and the other pages are written all the same."""
+    autograded = out / "autograded"
     write_grades_csv(results, out / "grades.csv")
-    write_class_report(results, out / "report.txt", [(ascii(str(f)), why) for f, why in refused])
+    failed = []
+    for r in results:
+        try:
+            write_feedback(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb",
+                           out / "feedback" / r.student / f"{r.assignment}.html", root=out)
+        except Exception as e:  # noqa: BLE001 - one page must not cost the others theirs
+            failed.append((r, f"{type(e).__name__}: {str(e)[:200]}"))
+            r.notes.append(f"its feedback page could not be written ({type(e).__name__}: {str(e)[:200]})")
+    write_class_report(results, out / "report.txt", [(ascii(str(f)), why) for f, why in refused], unfinished)
     (out / "summary.txt").write_text(class_summary(results) + "\n")
     plot_summary(results, out / "summary.png")
-    for r in results:
-        write_feedback(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb",
-                       out / "feedback" / r.student / f"{r.assignment}.html", root=out)
-    return results, refused
+    for r, why in failed:
+        print(f"feedback for {r.student} {r.assignment} could not be written: {why}", file=sys.stderr)
 
 
 def cmd_grade(args) -> int:
@@ -162,12 +225,17 @@ def cmd_grade(args) -> int:
     print(f"grading {args.submitted} " + (f"on the Dask cluster at {args.cluster}" if args.cluster
                                           else f"with {args.jobs} workers"))
     out = Path(args.out).resolve()
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: what was graded is written
     try:
         results, refused = grade_class(Path(args.submitted), out, args.jobs, limits, cluster=args.cluster,
-                                       allow_unisolated=args.allow_unisolated)
+                                       allow_unisolated=args.allow_unisolated, regrade=args.regrade)
     except (ClusterError, NotIsolated) as e:
         print(e, file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:
+        print(f"\ninterrupted: {e}. Everything graded so far is kept in {out / 'results.jsonl'} and written to "
+              f"grades.csv and report.txt; run the same command again to grade the rest.", file=sys.stderr)
+        return 130
     for r in sorted(results, key=lambda r: (r.student, r.assignment)):
         mark = "  REVIEW" if needs_review(r) else ""
         print(f"{r.student:<20} {r.assignment:<24} {r.score:g} / {r.max_score:g}{mark}"
@@ -175,8 +243,16 @@ def cmd_grade(args) -> int:
     print(f"\n{class_summary(results)}\n")
     if refused:
         print(f"{len(refused)} folder(s) NOT GRADED (see above and report.txt)")
+    faults = [r for r in results if r.fault]
+    if faults:
+        print(f"{len(faults)} notebook(s) NOT GRADED through a fault of the grader (see report.txt); run the same "
+              f"command again to grade them")
     print(f"wrote {out / 'grades.csv'}, report.txt, summary.txt, summary.png and feedback/ (hidden tests redacted)")
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def cmd_bundle(args) -> int:
@@ -213,13 +289,19 @@ def main(argv=None) -> int:
     p.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel in MiB (default 4096)")
     p.add_argument("--allow-unisolated", action="store_true",
                    help="grade even where kernels cannot be isolated (no namespaces): per-process limits only")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every notebook again, even those an earlier run into --out already graded")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser("bundle", help="zip what students get: release notebooks up to NN, lib references before NN")
     p.add_argument("--upto", required=True, help="last notebook in the bundle: its id or two digits (04)")
     p.add_argument("out", help="the zip file to write")
     p.set_defaults(run=cmd_bundle)
     args = parser.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:  # the grader's workers and kernels are stopped by now
+        print("\ninterrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -67,7 +67,8 @@ def _field(text: str, name: str) -> int:
 
 
 def _sweep(parent: str) -> None:
-    """Remove the empty groups that launchers killed before they could clean up (their pid is gone)."""
+    """Empty and remove the groups of launchers that are gone (killed with a grader that could not clean up):
+    whatever still runs in such a group serves no grader."""
     try:
         names = [n for n in os.listdir(parent) if n.startswith(PREFIX)]
     except OSError:
@@ -75,10 +76,12 @@ def _sweep(parent: str) -> None:
     for name in names:
         pid = name[len(PREFIX):]
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            path = os.path.join(parent, name)
             try:
-                os.rmdir(os.path.join(parent, name))
+                fds = {path: (os.open(path, os.O_PATH | os.O_DIRECTORY), os.open(parent, os.O_PATH | os.O_DIRECTORY))}
             except OSError:
-                pass
+                continue
+            Group(0, {}, fds).remove()
 
 
 class Group:
@@ -88,11 +91,11 @@ class Group:
     launcher goes on to make every file system read-only in its own mount namespace, /sys included, but
     descriptors opened before still reach the host's writable mounts."""
 
-    def __init__(self, version: int, dirs: dict):
+    def __init__(self, version: int, dirs: dict, fds: dict | None = None):
         self.version, self.dirs = version, dirs
-        self.fds = {path: (os.open(path, os.O_PATH | os.O_DIRECTORY), os.open(os.path.dirname(path), os.O_PATH |
-                                                                               os.O_DIRECTORY))
-                    for path in dict.fromkeys(dirs.values())}
+        self.fds = fds if fds is not None else {
+            path: (os.open(path, os.O_PATH | os.O_DIRECTORY), os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY))
+            for path in dict.fromkeys(dirs.values())}
 
     @classmethod
     def reopen(cls, data: dict) -> "Group | None":

@@ -23,10 +23,8 @@ another worker, as many times as its ``distributed.scheduler.allowed-failures``
 says (deploy/dask/ sets 1: retried once), then the notebook is reported as not
 graded, with the reason, and the rest of the class goes on.
 """
+import asyncio
 import atexit
-import functools
-import hashlib
-import importlib.metadata
 import os
 import queue
 import shutil
@@ -34,16 +32,13 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 
-from . import course, files, intake
-from .grading import (CellResult, Limits, NotebookResult, Run, grader_failed, keep_graded, progress_bar,
-                      zero_result)
+from . import files, intake
+from .fingerprint import differences, fingerprint, version
+from .grading import Limits, Run, grade_once, grader_failed, keep_graded, progress_bar, zero_result
+from .results import as_dict, from_dict
 
-SOURCES = ("lib/**/*.py", "autograder/**/*.py", "autograder/nbgrader_config.py", "nbgrader_config.py",
-           "solutions/*/*.ipynb", "notebooks/*/*.ipynb")
-PACKAGES = ("torch", "nbgrader", "numpy", "safetensors")
 POLL = 2.0  # seconds between looks at the cluster while waiting for results
 STALL = 600  # seconds with no matching worker at all before the remaining notebooks are given up
 
@@ -56,44 +51,11 @@ class ClusterError(RuntimeError):
     """The cluster cannot grade: no scheduler, or no worker that holds this course."""
 
 
-@functools.lru_cache(maxsize=None)
-def fingerprint() -> tuple:
-    """What grading depends on here, as sorted (name, value) pairs: each course file's hash, package versions."""
-    found = {}
-    for pattern in SOURCES:
-        for path in course.ROOT.glob(pattern):
-            if path.is_file() and not {"__pycache__", ".ipynb_checkpoints"} & set(path.parts):
-                found[path.relative_to(course.ROOT).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    found["python"] = "%d.%d" % sys.version_info[:2]
-    for name in PACKAGES:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = "not installed"
-    return tuple(sorted(found.items()))
-
-
-def version(prints: tuple) -> str:
-    return hashlib.sha256(repr(prints).encode()).hexdigest()[:12]
-
-
-def differences(ours: tuple, theirs: tuple) -> str:
-    """How a worker's fingerprint differs from ours, in words."""
-    ours, theirs = dict(ours), dict(theirs)
-    said = [f"{name} {theirs.get(name, 'missing')} (here {ours.get(name, 'missing')})"
-            for name in ("python", *PACKAGES) if ours.get(name) != theirs.get(name)]
-    changed = sorted(n for n in ours.keys() | theirs.keys()
-                     if "/" in n and ours.get(n) != theirs.get(n))
-    if changed:
-        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-        said.append(f"{len(changed)} course file(s) differ: {', '.join(changed[:3])}{more}")
-    return "; ".join(said)
-
-
 # ---- the worker's side ----
 
 _pools: dict = {}
 _pools_lock = threading.Lock()
+IDLE = 300  # seconds a pool of grading processes is kept with nothing to grade
 
 
 class _Pool:
@@ -108,12 +70,16 @@ class _Pool:
         self.free = queue.Queue()
         for folder in self.run.workers:
             self.free.put(folder)
+        self.last = time.monotonic()
 
-    def idle(self) -> bool:
-        return self.free.qsize() == len(self.run.workers)
+    def idle(self, seconds: float = 0) -> bool:
+        return self.free.qsize() == len(self.run.workers) and time.monotonic() - self.last >= seconds
 
 
-def _pool(assignments, limits) -> _Pool:
+def _take_folder(assignments, limits):
+    """(pool, a free course folder of it) for this task. Taken under the lock: no other task can find the pool
+    idle and close it in between. Pools of other runs that are idle are closed (their grading processes hold
+    memory), and a pool left idle for IDLE seconds is closed by ``_close_idle``."""
     from distributed import get_worker
     key = (tuple(assignments), repr(limits))
     with _pools_lock:
@@ -121,7 +87,27 @@ def _pool(assignments, limits) -> _Pool:
             _pools.pop(other).run.close()
         if key not in _pools:
             _pools[key] = _Pool(assignments, limits, get_worker().state.nthreads)
-        return _pools[key]
+            threading.Thread(target=_close_idle, args=(key, _pools[key]), daemon=True).start()
+        pool = _pools[key]
+        return pool, pool.free.get_nowait()  # a thread grades one task at a time: one folder is free
+
+
+def _give_back(pool: _Pool, folder) -> None:
+    with _pools_lock:
+        pool.last = time.monotonic()
+        pool.free.put(folder)
+
+
+def _close_idle(key, pool: _Pool) -> None:
+    """Close ``pool`` once it has been idle for IDLE seconds."""
+    while True:
+        time.sleep(min(IDLE, 30))
+        with _pools_lock:
+            if _pools.get(key) is not pool:
+                return
+            if pool.idle(IDLE):
+                _pools.pop(key).run.close()
+                return
 
 
 def grade_task(wanted: str, assignments, limits: Limits, hide, student: str, assignment: str, name: str,
@@ -129,23 +115,25 @@ def grade_task(wanted: str, assignments, limits: Limits, hide, student: str, ass
     """On a worker: grade one submission (its file's bytes). Returns (the result as a dict, the graded notebook)."""
     if version(fingerprint()) != wanted:
         raise WrongCourse(f"this worker holds course version {version(fingerprint())}, not {wanted}")
-    pool = _pool(assignments, limits)
-    folder = pool.free.get()
+    pool, folder = _take_folder(assignments, limits)
     incoming = pool.run.dir / "incoming" / uuid.uuid4().hex
     try:
         incoming.mkdir(parents=True)
         path = incoming / name
         path.write_bytes(data)
         # the client's folders (its submissions, its outputs) are hidden from the kernel where this machine has them
-        r, graded = pool.run.grade(folder, student, assignment, path, [h for h in hide if os.path.exists(h)])
-        return asdict(r), graded and files.read(graded)
+        r, graded = grade_once(pool.run, folder, student, assignment, path, [h for h in hide if os.path.exists(h)])
+        return as_dict(r), graded and files.read(graded)
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-        pool.free.put(folder)
+        _give_back(pool, folder)
 
 
 def _close_pools():
-    for p in _pools.values():
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for p in pools:
         p.run.close()
 
 
@@ -208,18 +196,16 @@ def _allowed_failures(dask_scheduler=None) -> int:
     return dask_scheduler.allowed_failures
 
 
-def _from_dict(d: dict) -> NotebookResult:
-    cells = [CellResult(**c) for c in d.pop("cells")]
-    return NotebookResult(**d, cells=cells)
-
-
 def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limits, progress: bool, hide=(),
-                     allow_unisolated: bool = False):
+                     allow_unisolated: bool = False, on_result=None):
     """``grading.grade_many`` on the Dask cluster whose scheduler is at ``address``; workers that cannot
-    isolate their kernels are refused unless ``allow_unisolated``."""
+    isolate their kernels are refused unless ``allow_unisolated``.
+
+    Every outcome is caught per task. Lost with the scheduler (a restart, a dropped connection), the tasks in
+    flight are reported by name as not graded (the grader's fault: a resumed ``grade`` grades them), and every
+    result that arrived before is kept."""
     try:
-        from distributed import Client, wait
-        from distributed.scheduler import KilledWorker
+        from distributed import Client
     except ImportError:
         raise ClusterError("grading on a cluster needs Dask: pip install -e .[cluster]") from None
     try:
@@ -228,6 +214,14 @@ def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limit
         raise ClusterError(f"no Dask scheduler answers at {address}: {e}") from None
     results = [None] * len(submissions)
     bar = None
+
+    def record(i, r):
+        results[i] = r
+        if on_result is not None:
+            on_result(i, r)
+        if bar is not None:
+            bar.update(1)
+
     try:
         prints = fingerprint()
         workers = _Workers(client, prints, allow_unisolated=allow_unisolated)
@@ -241,69 +235,104 @@ def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limit
         retries = client.run_on_scheduler(_allowed_failures)
         print(f"grading on {address}: {len(workers.good)} worker(s) hold this course (version {version(prints)}); "
               f"a task whose worker dies is retried {retries} time(s)", file=sys.stderr)
-        assignments = sorted({aid for _, aid, _ in submissions})
-        hide = [str(Path(h).resolve()) for h in hide]
-        run_id = uuid.uuid4().hex[:8]
         bar = progress_bar(len(submissions), progress)
-
-        def submit(i):
-            student, aid, path = submissions[i]
-            data, notes = intake.read_bytes(path)
-            if data is None:
-                results[i] = zero_result(student, aid, path, notes[0], notes)
-                return None
-            return client.submit(grade_task, version(prints), assignments, limits, hide, student, aid,
-                                 Path(path).name, data, key=f"grade-{run_id}-{i}", pure=False,
-                                 resources={workers.resource: 1})
-
         pending = {}
-        for i in range(len(submissions)):
-            f = submit(i)
-            if f is None:
-                bar and bar.update(1)
-            else:
-                pending[f] = i
-        lonely_since = None
-        while pending:
+        try:
+            _submit_all(client, workers, submissions, limits, hide, pending, record)
+            _collect(client, workers, submissions, keep, retries, pending, record)
+        except KeyboardInterrupt:
             try:
-                done = wait(list(pending), timeout=POLL, return_when="FIRST_COMPLETED").done
-            except TimeoutError:
-                done = set()
-            if not done:
-                if workers.look():
-                    lonely_since = None
-                elif lonely_since is None:
-                    lonely_since = time.monotonic()
-                elif time.monotonic() - lonely_since > STALL:
-                    for f, i in pending.items():
-                        student, aid, path = submissions[i]
-                        results[i] = zero_result(student, aid, path, f"not graded: no worker holding this course "
-                                                 f"was left on the cluster for {STALL} s; grade it again")
-                    break
-                continue
-            for f in done:
-                i = pending.pop(f)
+                client.cancel(list(pending))  # no worker grades on for nobody
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - the scheduler is gone: keep what arrived
+            lost = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            print(f"lost the Dask scheduler at {address} ({lost}); {len(pending)} notebook(s) in flight are "
+                  f"reported as not graded: run the same command again to grade them", file=sys.stderr)
+            for i in sorted(pending.values()):
                 student, aid, path = submissions[i]
-                if f.status == "finished":
-                    d, graded = f.result()
-                    r = _from_dict(d)
-                    r.notebook = Path(path).name
-                    keep_graded(r, graded, keep)
-                    results[i] = r
-                else:
-                    e = f.exception()
-                    if isinstance(e, KilledWorker):
-                        results[i] = zero_result(student, aid, path, (
-                            f"not graded: the grading worker died each time it graded this notebook "
-                            f"({retries + 1} attempt(s)); grade it again"))
-                    elif isinstance(e, WrongCourse):
-                        results[i] = zero_result(student, aid, path, f"not graded: {e}")
-                    else:
-                        results[i] = grader_failed(student, aid, path, e)
-                f.release()
-                bar and bar.update(1)
+                print(f"  not graded: {student} {aid}", file=sys.stderr)
+                record(i, grader_failed(student, aid, path, f"the Dask scheduler was lost ({lost})"))
     finally:
         if bar is not None:
             bar.close()
-        client.close()
+        try:
+            client.close(timeout=10)
+        except Exception:  # noqa: BLE001 - a client whose scheduler is gone may fail to close: nothing is lost
+            pass
     return results
+
+
+def _submit_all(client, workers: "_Workers", submissions, limits, hide, pending: dict, record) -> None:
+    """One task per submission, each holding its notebook's bytes, into ``pending`` (future -> index)."""
+    assignments = sorted({aid for _, aid, _ in submissions})
+    hide = [str(Path(h).resolve()) for h in hide]
+    run_id = uuid.uuid4().hex[:8]
+    wanted = version(workers.prints)
+    for i, (student, aid, path) in enumerate(submissions):
+        data, notes = intake.read_bytes(path)
+        if data is None:
+            record(i, zero_result(student, aid, path, notes[0], notes))
+            continue
+        f = client.submit(grade_task, wanted, assignments, limits, hide, student, aid, Path(path).name, data,
+                          key=f"grade-{run_id}-{i}", pure=False, resources={workers.resource: 1})
+        pending[f] = i
+
+
+def _collect(client, workers: "_Workers", submissions, keep, retries: int, pending: dict, record) -> None:
+    """Record each task's result as it finishes; give up the rest when no worker is left for STALL seconds."""
+    from distributed import wait
+    lonely_since = None
+    while pending:
+        try:
+            done = wait(list(pending), timeout=POLL, return_when="FIRST_COMPLETED").done
+        except TimeoutError:
+            done = set()
+        if not done:
+            if workers.look():
+                lonely_since = None
+            elif lonely_since is None:
+                lonely_since = time.monotonic()
+            elif time.monotonic() - lonely_since > STALL:
+                for f, i in list(pending.items()):
+                    student, aid, path = submissions[i]
+                    del pending[f]
+                    record(i, grader_failed(student, aid, path, f"no worker holding this course was left on the "
+                                                                 f"cluster for {STALL} s"))
+                return
+            continue
+        for f in done:
+            i = pending[f]
+            student, aid, path = submissions[i]
+            r = _outcome(f, student, aid, path, keep, retries)
+            del pending[f]
+            record(i, r)
+
+
+def _outcome(f, student, aid, path, keep, retries: int):
+    """The result of one finished task, whatever became of it: graded, failed, cancelled, undecodable."""
+    from distributed.scheduler import KilledWorker
+    try:
+        if f.status == "finished":
+            d, graded = f.result(timeout=60)
+            r = from_dict(d)
+            r.notebook = Path(path).name
+            keep_graded(r, graded, keep)
+            return r
+        if f.status == "cancelled":
+            return grader_failed(student, aid, path, "its task was cancelled (the scheduler restarted or lost it)")
+        e = f.exception(timeout=60)
+        if isinstance(e, KilledWorker):
+            return grader_failed(student, aid, path, f"the grading worker died each time it graded this notebook "
+                                                     f"({retries + 1} attempt(s))")
+        if isinstance(e, WrongCourse):
+            return grader_failed(student, aid, path, str(e))
+        return grader_failed(student, aid, path, e)
+    except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - one task's trouble costs that task only
+        return grader_failed(student, aid, path, e)
+    finally:
+        try:
+            f.release()
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,9 +1,4 @@
-"""Grade notebooks with stock ``nbgrader autograde`` and read back the results.
-
-A result has one row per graded cell: its points, its maximum, and the first
-line of the error it raised (the failure message the checks wrote), plus the
-notes of what went wrong around the student's code (a repaired notebook, a
-dead kernel, a time limit) and the flags a human should look at.
+"""Grade notebooks with stock ``nbgrader autograde`` and read back the results (``autograder.results``).
 
 Class-sized runs (``grade_many``): each submission is one job; ``jobs``
 workers take them in turn, each in its own scratch course folder with its own
@@ -12,6 +7,7 @@ nbgrader processes ever share a database. Each job is one
 ``nbgrader autograde --student`` process with a time limit, its kernel started
 by ``autograder.sandbox``.
 """
+import fcntl
 import functools
 import hashlib
 import json
@@ -27,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -36,51 +32,10 @@ from . import cgroup, course, files, intake, sandbox
 from .bundle import student_view
 from .course import exercise_of
 from .nbgrader_run import make_course
+from .results import CellResult, NotebookResult
 from .worker import MARK
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclass
-class CellResult:
-    grade_id: str
-    exercise: str
-    score: float
-    max_score: float
-    manual: bool  # a written answer, graded by a person
-    message: str = ""
-
-
-@dataclass
-class NotebookResult:
-    student: str
-    assignment: str
-    notebook: str
-    cells: list[CellResult] = field(default_factory=list)
-    error: str = ""  # the whole notebook could not be graded
-    notes: list[str] = field(default_factory=list)  # repairs and limits, for the report
-    flags: list[str] = field(default_factory=list)  # code a human should read
-    sandbox: str = ""  # which protections the kernel ran under
-
-    @property
-    def auto_score(self) -> float:
-        return sum(c.score for c in self.cells if not c.manual)
-
-    @property
-    def auto_max(self) -> float:
-        return sum(c.max_score for c in self.cells if not c.manual)
-
-    @property
-    def score(self) -> float:
-        return sum(c.score for c in self.cells)
-
-    @property
-    def max_score(self) -> float:
-        return sum(c.max_score for c in self.cells)
-
-    @property
-    def full_marks(self) -> bool:
-        return not self.error and self.auto_max > 0 and self.auto_score == self.auto_max
 
 
 def _source_cells(assignment: str):
@@ -113,7 +68,8 @@ def _failure_messages(autograded: Path) -> dict:
     return messages
 
 
-def _read_results(root: Path, student: str, assignment: str, notebook: Path) -> NotebookResult:
+def _read_results(root: Path, student: str, assignment: str, notebook: Path) -> NotebookResult | None:
+    """The result nbgrader recorded in ``root``'s gradebook, or None when it recorded no submission."""
     from nbgrader.api import Gradebook, MissingEntry
 
     solution_ids, graded = _source_cells(assignment)
@@ -123,8 +79,7 @@ def _read_results(root: Path, student: str, assignment: str, notebook: Path) -> 
         try:
             nb = gb.find_submission_notebook(assignment, assignment, student)
         except MissingEntry:
-            result.error = "nbgrader recorded no submission for this notebook"
-            return result
+            return None
         grades = {g.name: g for g in nb.grades}
         for gid, points, manual in graded:
             g = grades.get(gid)
@@ -145,48 +100,75 @@ class Limits:
     pids: int = sandbox.PIDS  # processes and threads of a kernel and everything it starts, together
 
 
-def grader_failed(student, assignment, path, e: BaseException) -> NotebookResult:
-    return zero_result(student, assignment, path, f"the grader failed on this notebook: {type(e).__name__}: {e}")
+def grader_failed(student, assignment, path, e: BaseException | str) -> NotebookResult:
+    """The grader's own failure (not the student's): every cell at 0, flagged, graded again by the next run."""
+    why = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+    return zero_result(student, assignment, path, f"not graded: the grader failed on this notebook ({why}); "
+                                                  f"run grade again to grade it", fault=why)
 
 
-def zero_result(student, assignment, path, error, notes=()) -> NotebookResult:
-    """Every graded cell at 0: the notebook could not be run at all."""
+def zero_result(student, assignment, path, error, notes=(), fault="") -> NotebookResult:
+    """Every graded cell at 0 of its points: the notebook could not be run at all."""
     solution_ids, graded = _source_cells(assignment)
-    r = NotebookResult(student, assignment, Path(path).name if path else "", error=error, notes=list(notes))
+    r = NotebookResult(student, assignment, Path(path).name if path else "", error=error, notes=list(notes),
+                       fault=fault)
     r.cells = [CellResult(gid, exercise_of(gid, solution_ids), 0.0, pts, manual, "" if manual else error)
                for gid, pts, manual in graded]
     return r
 
 
+class Closed(Exception):
+    """The run was closed (the grader is stopping): no more workers are started."""
+
+
 class Run:
     """A grading run: a scratch folder with a sandbox kernelspec, the student's view of the course for each
-    assignment, and one course folder per worker."""
+    assignment, and one course folder per worker.
+
+    The folder holds a lock for as long as the run's process lives: a run killed before it could clean up
+    leaves a folder whose lock is free, and the next run removes it (``_sweep``)."""
 
     def __init__(self, assignments, jobs: int, limits: Limits, hide=(), threads: int | None = None):
-        self.dir = Path(tempfile.mkdtemp(prefix="autograder-"))
-        self.dir.chmod(0o711)  # a kernel running as a uid of its own must reach its view inside
-        self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
-        # PyTorch threads of each kernel: one share of the cores per worker, unless the caller knows better
-        self.threads = threads or max(1, (os.cpu_count() or 1) // jobs)
-        spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
-        spec.mkdir(parents=True)
-        (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
-            "display_name": "Python 3 (course grader)", "language": "python"}))
-        self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
-        (self.dir / "scratch").mkdir()
-        (self.dir / "s").mkdir()  # the kernels' Unix sockets: a short path, as socket paths must be
-        self.workers, self._processes = [], {}
-        for k in range(jobs):  # each worker releases the assignments into its own gradebook when it starts
-            w = make_course(self.dir / f"w{k}", assignments, limits=limits)
-            (w / "runtime").mkdir()
-            self.workers.append(w)
+        _sweep()
+        self.dir = Path(tempfile.mkdtemp(prefix=PREFIX))
+        self._lock = threading.Lock()
+        self._processes, self.closed = {}, False
+        try:
+            self._held = os.open(self.dir / "starting", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+            fcntl.flock(self._held, fcntl.LOCK_EX)
+            os.rename(self.dir / "starting", self.dir / LOCK)  # a sweeping run sees the lock only once it is held
+            self.dir.chmod(0o711)  # a kernel running as a uid of its own must reach its view inside
+            self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
+            # PyTorch threads of each kernel: one share of the cores per worker, unless the caller knows better
+            self.threads = threads or max(1, (os.cpu_count() or 1) // jobs)
+            spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
+            spec.mkdir(parents=True)
+            (spec / "kernel.json").write_text(json.dumps({
+                "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
+                "display_name": "Python 3 (course grader)", "language": "python"}))
+            self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
+            (self.dir / "scratch").mkdir()
+            (self.dir / "s").mkdir()  # the kernels' Unix sockets: a short path, as socket paths must be
+            self.workers = []
+            for k in range(jobs):  # each worker releases the assignments into its own gradebook when it starts
+                w = make_course(self.dir / f"w{k}", assignments, limits=limits)
+                (w / "runtime").mkdir()
+                self.workers.append(w)
+        except BaseException:
+            self.close()
+            raise
         self._ids = 0
 
     def process(self, worker: Path) -> "Worker":
         """The worker process of this course folder, started (again) when needed."""
-        proc = self._processes.get(worker)
-        if proc is None or not proc.alive():
+        with self._lock:
+            if self.closed:
+                raise Closed()
+            proc = self._processes.get(worker)
+            if proc is not None and proc.alive():
+                return proc
+            if proc is not None:
+                proc.stop()  # it may be running still, only not ready
             env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
                        AUTOGRADER_MEMORY=str(self.limits.memory),
                        AUTOGRADER_PIDS=str(self.limits.pids), AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb),
@@ -195,12 +177,20 @@ class Run:
                        MPLBACKEND="module://autograder.nodisplay",
                        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
             proc = self._processes[worker] = Worker(worker, env)
+        proc.wait_ready()  # outside the lock: close() can stop it meanwhile
         return proc
 
     def close(self):
-        for proc in self._processes.values():
+        """Stop every worker (their kernels die with them: see ``autograder.sandbox``) and remove the folder."""
+        with self._lock:
+            self.closed = True
+            procs = list(self._processes.values())
+        for proc in procs:
             proc.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if getattr(self, "_held", None) is not None:
+            os.close(self._held)
+            self._held = None
 
     def grade(self, worker: Path, student: str, assignment: str, path: Path, hide=()):
         """(NotebookResult, the graded notebook's path or None) for one submission, in ``worker``'s folder;
@@ -221,19 +211,28 @@ class Run:
         env = {"AUTOGRADER_HIDE": os.pathsep.join([str(self.dir), *self.hide, *map(str, hide)]),
                "AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log),
                "AUTOGRADER_VIEW": str(view), "AUTOGRADER_KEEP": str(course.release_notebook(assignment).parent)}
-        answer = self.process(worker).autograde(assignment, sid, env, self.limits.notebook_timeout + 120)
-        if answer is None:
-            notes.append(f"grading did not finish within {self.limits.notebook_timeout + 120} s and was stopped")
-            answer = {"success": False, "log": "", "error": "the grading process was stopped"}
+        proc = self.process(worker)
+        if not proc.ready:
+            raise WorkerLost("the grading process did not start")
+        if assignment in proc.failed:
+            return zero_result(student, assignment, path, f"not graded: the grader could not release {assignment} "
+                               f"({proc.failed[assignment]})", notes, fault=f"release failed: "
+                               f"{proc.failed[assignment]}"), None
+        answer = proc.autograde(assignment, sid, env, self.limits.notebook_timeout + 120)
         graded = worker / "autograded" / sid / assignment / f"{assignment}.ipynb"
         r = _read_results(worker, sid, assignment, graded)
+        r_sandbox, hits = _sandbox_state(log)
+        if r is None:
+            why = answer.get("log", "") + "\n" + answer.get("error", "")
+            errors = [line for line in why.splitlines() if "ERROR" in line or "Error" in line]
+            raise WorkerLost(f"nbgrader recorded no grade ({errors[-1].strip() if errors else 'no error given'})")
         r.student, r.notebook = student, Path(path).name
         r.notes, r.flags = notes, flags
         if (worker / "notes.json").is_file():
             for n in json.loads(files.read(worker / "notes.json")):  # the executor's: a flag asks for a person
                 (r.flags if n.get("flag") else r.notes).append(f"{n['grade_id'] or cell_name(n, assignment)}: "
                                                                 f"{n['note']}")
-        r.sandbox, hits = _sandbox_state(log)
+        r.sandbox = r_sandbox
         r.notes += limit_notes(hits, self.limits)
         if not answer["success"] and not r.error:
             text = answer["log"] + "\n" + answer["error"]
@@ -243,6 +242,11 @@ class Run:
                 if not c.manual and c.score == 0 and not c.message:
                     c.message = r.error
         return r, (graded if graded.is_file() else None)
+
+
+class WorkerLost(Exception):
+    """The grading worker did not start, died, or did not answer in time: the grader's fault, not the
+    student's. ``grade_many`` grades the notebook again on a fresh worker, once."""
 
 
 def keep_graded(r: NotebookResult, graded: Path | bytes | None, keep: Path | None) -> None:
@@ -281,6 +285,26 @@ def _release_cells(assignment: str) -> tuple:
         return ()
 
 
+PREFIX, LOCK = "autograder-", "run.lock"
+
+
+def _sweep() -> None:
+    """Remove the scratch folders of runs whose process is gone (killed before it could clean up)."""
+    base = Path(tempfile.gettempdir())
+    for folder in base.glob(PREFIX + "*"):
+        try:
+            fd = os.open(folder / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue  # not a run's folder, or not ours to remove
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its run is alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class Worker:
     """One ``autograder.worker`` process (see there), and the pipe to it."""
 
@@ -298,25 +322,34 @@ class Worker:
             os.close(write)
         self.answers = os.fdopen(answers, "rb", buffering=0)
         self.buffer = b""
-        answer = self._answer(300)
+        self.ready, self.failed = False, {}
+
+    def wait_ready(self, timeout: float = 300) -> None:
+        """Wait for the worker to say it started, and which assignments it could not release (and why)."""
+        answer = self._answer(timeout)
         self.ready = bool(answer and answer.get("ready"))
+        self.failed = dict(answer.get("failed") or {}) if answer else {}
+        if not self.ready:
+            self.stop()
 
     def alive(self) -> bool:
         return self.ready and self.proc.poll() is None
 
-    def autograde(self, assignment, student, env, timeout):
-        """nbgrader's answer for this submission, or None when it took longer than ``timeout`` seconds."""
-        if not self.ready:
-            return {"success": False, "log": "", "error": "the grading process did not start"}
+    def autograde(self, assignment, student, env, timeout) -> dict:
+        """nbgrader's answer for this submission; raises ``WorkerLost`` when the worker ends first or takes
+        longer than ``timeout`` seconds (it is stopped then)."""
         try:
             self.proc.stdin.write((json.dumps({"assignment": assignment, "student": student, "env": env}) + "\n").encode())
             self.proc.stdin.flush()
-        except OSError:
+        except (OSError, ValueError):
             self.stop()
-            return {"success": False, "log": "", "error": "the grading process ended unexpectedly"}
+            raise WorkerLost("the grading process had ended") from None
         answer = self._answer(timeout)
         if answer is None:
+            ended = self.proc.poll() is not None or not self.ready
             self.stop()
+            raise WorkerLost("the grading process ended while grading this notebook" if ended else
+                             f"grading did not finish within {timeout} s; the grading process was stopped")
         return answer
 
     def _answer(self, timeout):
@@ -327,15 +360,19 @@ class Worker:
                 if line.startswith(MARK.encode()):
                     return json.loads(line[len(MARK):])
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.answers], [], [], left)[0]:
-                return None
-            chunk = os.read(self.answers.fileno(), 65536)
+            try:
+                if left <= 0 or not select.select([self.answers], [], [], left)[0]:
+                    return None
+                chunk = os.read(self.answers.fileno(), 65536)
+            except (OSError, ValueError):  # stopped meanwhile, by another thread
+                chunk = b""
             if not chunk:  # the process ended
                 self.ready = False
                 return None
             self.buffer += chunk
 
     def stop(self):
+        """Kill the worker and nbgrader's processes (its group); each kernel launcher dies with the worker."""
         self.ready = False
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -384,20 +421,28 @@ def progress_bar(total: int, progress: bool):
 
 
 def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, limits: Limits | None = None,
-               progress: bool = False, hide=(), cluster: str | None = None, allow_unisolated: bool = True):
+               progress: bool = False, hide=(), cluster: str | None = None, allow_unisolated: bool = True,
+               on_result=None):
     """Grade ``submissions``, a list of (student_id, assignment_id, notebook path).
 
     Returns a list of NotebookResult in the same order. ``jobs`` workers grade
     at once on this machine, or, with ``cluster`` (a Dask scheduler's address),
     the workers of that cluster (``autograder.cluster``); with ``progress``, a
-    bar on stderr counts finished notebooks.
+    bar on stderr counts finished notebooks. ``on_result(i, result)`` is called
+    as each notebook is graded (its graded notebook already kept).
+
+    Every outcome is caught per submission: a notebook the grader fails on gets
+    a result with its ``fault``, and the others grade on. Interrupted (Ctrl-C),
+    it stops every worker and kernel, reports nothing for the notebooks in
+    flight, and raises KeyboardInterrupt.
     """
     if not submissions:
         return []
     limits = limits or Limits()
     if cluster:
         from .cluster import grade_on_cluster
-        return grade_on_cluster(cluster, submissions, keep_autograded, limits, progress, hide, allow_unisolated)
+        return grade_on_cluster(cluster, submissions, keep_autograded, limits, progress, hide, allow_unisolated,
+                                on_result)
     jobs = max(1, min(jobs, len(submissions)))
     run = Run(sorted({aid for _, aid, _ in submissions}), jobs, limits, hide)
     todo = queue.Queue()
@@ -405,32 +450,59 @@ def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, 
         todo.put((i, *sub))
     results = [None] * len(submissions)
     bar = progress_bar(len(submissions), progress)
+    done = threading.Lock()
 
     def work(worker):
-        while True:
+        while not run.closed:
             try:
                 i, student, aid, path = todo.get_nowait()
             except queue.Empty:
                 return
             try:
-                results[i], graded = run.grade(worker, student, aid, Path(path))
-                keep_graded(results[i], graded, keep_autograded)
-            except Exception as e:  # noqa: BLE001 - one broken submission must not stop the class
-                results[i] = grader_failed(student, aid, path, e)
-            if bar is not None:
-                bar.update(1)
+                r, graded = grade_once(run, worker, student, aid, Path(path))
+                keep_graded(r, graded, keep_autograded)
+            except Closed:
+                return
+            with done:
+                if run.closed:  # interrupted: what the stopped worker answered is no grade
+                    return
+                results[i] = r
+                if on_result is not None:
+                    on_result(i, r)
+                if bar is not None:
+                    bar.update(1)
 
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in run.workers]
     try:
-        threads = [threading.Thread(target=work, args=(w,)) for w in run.workers]
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():
+                t.join(0.5)  # in short waits: Ctrl-C reaches this thread between them
     finally:
+        with done:
+            run.closed = True
         if bar is not None:
             bar.close()
         run.close()
+        for t in threads:
+            t.join(30)
     return results
+
+
+def grade_once(run: Run, worker: Path, student: str, aid: str, path: Path, hide=()):
+    """``run.grade``, whatever happens: a worker lost on the way is replaced and the notebook graded again,
+    once; a second loss, or any other failure of the grader, is reported as the grader's fault."""
+    for attempt in (1, 2):
+        try:
+            return run.grade(worker, student, aid, path, hide)
+        except Closed:
+            raise
+        except WorkerLost as e:
+            if attempt == 2 or run.closed:
+                return grader_failed(student, aid, path, f"{e}, twice"), None
+        except Exception as e:  # noqa: BLE001 - one broken submission must not stop the class
+            return grader_failed(student, aid, path, e), None
 
 
 def check_notebook(path: Path, assignment: str | None = None) -> NotebookResult:

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 
 from . import files
-from .grading import NotebookResult
+from .results import NotebookResult
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
 
@@ -61,8 +61,9 @@ def exercise_table(result: NotebookResult) -> str:
 
 
 def needs_review(r: NotebookResult) -> bool:
-    """A person should look: flagged code, a notebook that could not be graded, a dead kernel."""
-    return bool(r.flags or r.error or any("kernel" in n for n in r.notes))
+    """A person should look: flagged code, a notebook that could not be graded, a dead kernel, a fault of
+    the grader's."""
+    return bool(r.flags or r.error or r.fault or any("kernel" in n for n in r.notes))
 
 
 def write_grades_csv(results, path: Path) -> None:
@@ -132,11 +133,20 @@ def plot_summary(results, path: Path) -> None:
     plt.close(fig)
 
 
-def write_class_report(results, path: Path, refused=()) -> None:
+def write_class_report(results, path: Path, refused=(), unfinished: int = 0) -> None:
     """Every notebook's table; those a person should review first. ``refused``: (folder, why) of the
-    submissions that could not be graded at all."""
+    submissions that could not be graded at all; ``unfinished``: how many an interrupted run left ungraded."""
     ordered = sorted(results, key=lambda r: (not needs_review(r), r.student, r.assignment))
-    parts = ["Class report", "", class_summary(results), ""]
+    parts = ["Class report", ""]
+    if unfinished:
+        parts += [f"INCOMPLETE: grading was interrupted with {unfinished} notebook(s) not graded yet; run the "
+                  f"same grade command again to grade them (what is graded here is kept).", ""]
+    faults = [r for r in results if r.fault]
+    if faults:
+        parts += [f"{len(faults)} notebook(s) NOT GRADED through a fault of the grader, not of the student "
+                  f"(run the same grade command again to grade them):"]
+        parts += [f"  {r.student} {r.assignment}: {r.fault}" for r in faults] + [""]
+    parts += [class_summary(results), ""]
     if refused:
         parts += [f"{len(refused)} folder(s) NOT GRADED:"] + [f"  {folder}: {why}" for folder, why in refused] + [""]
     review = [r for r in ordered if needs_review(r)]

@@ -297,6 +297,15 @@ def _to_nothing() -> None:
     os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
+def _die_with(parent: int) -> None:
+    """Be killed when ``parent`` (the grading worker that started this launcher) ends, however it ends: a
+    kernel left behind would grade on for nobody. The kernel, in turn, dies with the launcher, and every
+    process of its PID namespace with the kernel (see ``_start_kernel``)."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it ended before the line above
+        os._exit(1)
+
+
 def _forward_signals(child: int) -> None:
     def forward(signum, _frame):
         try:
@@ -308,6 +317,7 @@ def _forward_signals(child: int) -> None:
 
 
 def main(argv) -> None:
+    parent = os.getppid()
     hide = [p for p in os.environ.get("AUTOGRADER_HIDE", "").split(os.pathsep) if p]
     keep = [p for p in os.environ.get("AUTOGRADER_KEEP", "").split(os.pathsep) if p]
     view = os.environ.get("AUTOGRADER_VIEW", "")
@@ -350,6 +360,7 @@ def main(argv) -> None:
         except OSError as e:
             state["error"] = str(e)
     if isolated:
+        _die_with(parent)  # here: entering a user namespace clears the setting
         state["namespaces"], state["network"] = True, sockets is not None
         kernel_argv = _private_connection(argv, connection, KERNEL_DIR)
         ready_r, ready_w = os.pipe()
@@ -395,6 +406,8 @@ def main(argv) -> None:
     if linux:
         _drop_capabilities()
     _become(uid)
+    if linux:
+        _die_with(parent)  # after _become, which clears it
     apply_limits(memory, pids if group is None else 0)
     _to_nothing()
     os.execve(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv], env)

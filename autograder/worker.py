@@ -4,7 +4,8 @@ Importing nbgrader takes seconds; a class of 30 notebooks would pay it 30
 times with one ``nbgrader autograde`` process each. ``grade_many`` starts one
 worker per job instead, in that worker's scratch course folder, and sends it
 requests on stdin, one JSON line each (it first releases the course's
-assignments into its own gradebook, with nbgrader's generate_assignment):
+assignments into its own gradebook, with nbgrader's generate_assignment, and
+says which it could not release, and why):
 ``{"assignment": ..., "student": ..., "env": {...}}``. For each, the worker
 sets the environment (read by the sandboxed kernel and the Execute step), runs
 nbgrader's own autograde for that student, and answers with one line
@@ -63,6 +64,13 @@ def _children() -> list:
     return found
 
 
+def _last_error(answer: dict) -> str:
+    """The last line of an nbgrader answer's log and error that names an error, for the report."""
+    lines = [line.strip() for line in ((answer.get("log") or "") + "\n" + (answer.get("error") or "")).splitlines()
+             if "rror" in line]
+    return (lines[-1] if lines else "nbgrader gave no reason")[:300]
+
+
 def main(root: str) -> None:
     import resource
     import threading
@@ -80,9 +88,12 @@ def main(root: str) -> None:
     fd = int(os.environ.pop("AUTOGRADER_ANSWER_FD"))
     os.set_inheritable(fd, False)  # no process the worker starts gets it
     out = os.fdopen(fd, "w")
-    failed = [aid for aid in sorted(os.listdir(os.path.join(root, "solutions")))
-              if not api.generate_assignment(aid, force=True, create=True).get("success")]
-    out.write(MARK + json.dumps({"ready": not failed, "failed": failed}) + "\n")
+    failed = {}  # an assignment that cannot be released fails its own submissions, not the others'
+    for aid in sorted(os.listdir(os.path.join(root, "solutions"))):
+        release = api.generate_assignment(aid, force=True, create=True)
+        if not release.get("success"):
+            failed[aid] = _last_error(release)
+    out.write(MARK + json.dumps({"ready": True, "failed": failed}) + "\n")
     out.flush()
     for line in sys.stdin:
         task = json.loads(line)

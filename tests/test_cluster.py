@@ -7,7 +7,9 @@ worker is killed in the middle of a notebook; a worker that holds another
 version of the course is refused by name.
 """
 import csv
+import os
 import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -157,10 +159,61 @@ def test_a_notebook_whose_worker_dies_twice_is_reported(tmp_path):
         assert grading.returncode == 0, stdout + stderr
         rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
         assert (rows["alice"]["autograded"], rows["bob"]["autograded"]) == ("11", "0")
-        assert "not graded: the grading worker died each time it graded this notebook (2 attempt(s))" \
-            in (out / "report.txt").read_text()
+        report = (out / "report.txt").read_text()
+        assert "bob 01_self_attention: the grading worker died each time it graded this notebook (2 attempt(s))" \
+            in report, report
+        assert rows["bob"]["needs_review"] == "yes"
     finally:
         c.close()
+
+
+def test_a_scheduler_lost_mid_run_keeps_what_was_graded_and_a_resumed_run_completes(tmp_path):
+    """The scheduler dies while the class is graded: every notebook graded before is kept, those in flight are
+    reported by name as not graded (the grader's fault), and the same command on a new cluster grades only
+    those."""
+    sub = tmp_path / "submitted"
+    students = ["alice", "bob", "carol", "dave", "erin", "fred"]
+    for k, student in enumerate(students):
+        make_submission(AID, sub / student / AID / f"{AID}.ipynb", solve=k % 2 == 0)
+    out = tmp_path / "out"
+    c = Cluster(tmp_path / "cluster")
+    try:
+        c.add_worker("w0")
+        grading = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(out),
+                                    "--cluster", c.address], cwd=course.ROOT, env=dask_env(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not (out / "results.jsonl").is_file() or not (out / "results.jsonl").read_text().count("\n") >= 2:
+                assert time.monotonic() < deadline and grading.poll() is None, "no result arrived"
+                time.sleep(0.2)
+            os.killpg(c.scheduler.pid, signal.SIGKILL)
+            stdout, stderr = grading.communicate(timeout=300)
+        finally:
+            if grading.poll() is None:
+                grading.kill()
+    finally:
+        c.close()
+    assert grading.returncode == 0, stdout + stderr
+    rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    graded = {s for s, r in rows.items() if not r["needs_review"]}
+    lost = set(students) - graded
+    assert len(graded) >= 2 and lost, (rows, stderr)
+    assert "lost the Dask scheduler" in stderr or "cancelled" in (out / "report.txt").read_text(), stderr
+    for s in graded:
+        assert rows[s]["autograded"] == ("11" if students.index(s) % 2 == 0 else "0"), rows[s]
+
+    c = Cluster(tmp_path / "again")
+    try:
+        c.add_worker("w0")
+        proc = grade(sub, out, "--cluster", c.address)
+    finally:
+        c.close()
+    assert f"kept {len(graded)} notebook(s)" in proc.stderr and f"grading {len(lost)}" in proc.stderr, proc.stderr
+    rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    assert {s: r["autograded"] for s, r in rows.items()} == {s: "11" if k % 2 == 0 else "0"
+                                                            for k, s in enumerate(students)}
+    assert not any(r["needs_review"] for r in rows.values()), rows
 
 
 def test_a_worker_of_another_course_version_is_refused(local_cluster, klass, tmp_path):

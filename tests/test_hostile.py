@@ -8,6 +8,7 @@ short time limits so the loops end soon), exactly as an instructor runs it.
 """
 import csv
 import hashlib
+import os
 
 import pytest
 
@@ -16,6 +17,7 @@ from autograder.__main__ import grade_class
 from autograder.grading import Limits
 from autograder.scan import suspicious
 from tests.hostile_cases import (AID, FORGERY, FULL, HIDDEN_TEXT, HOSTILE, MALFORMED, REFUSED_IDS, SPECIAL_IDS)
+from tests.processes import Watch
 from tests.submissions import make_submission, solution_sources
 
 CASES = HOSTILE + FORGERY + MALFORMED
@@ -41,11 +43,19 @@ def graded(tmp_path_factory):
     course_files = [course.ROOT / name for name in ("solutions", "notebooks", "lib", "autograder")]
     before = _hashes(submitted, *course_files)
     out = tmp / "out"
+    watch = Watch(os.getpid())
     results, refused = grade_class(submitted, out, jobs=2, limits=Limits(cell_timeout=10, notebook_timeout=120),
                                    progress=False)
+    watch.stop()
     after = _hashes(submitted, *course_files)
     return {"results": {r.student: r for r in results}, "refused": refused, "out": out, "before": before,
-            "after": after}
+            "after": after, "left": watch.alive()}
+
+
+def test_no_process_outlives_the_class(graded):
+    """No kernel, launcher or worker is left once grade returns: not those of kernels that ignored the
+    interrupt, ran out of time, or started processes of their own."""
+    assert graded["left"] == [], graded["left"]
 
 
 def per_exercise(result):

@@ -15,6 +15,7 @@ published by an honest kernel may reach an attacker, and the attacker's
 sandbox never holds more memory at once than one kernel's allowance.
 """
 import json
+import os
 import re
 
 import nbformat
@@ -23,6 +24,7 @@ import pytest
 from autograder.__main__ import grade_class
 from autograder.grading import Limits
 from tests.hostile_cases import AID, FULL, SOL
+from tests.processes import Watch
 from tests.test_hostile import per_exercise
 from tests.submissions import make_submission
 
@@ -169,10 +171,12 @@ def graded(tmp_path_factory):
     for name in ORDER:
         source = _attacker_source(name) if name in ATTACKS else _honest_source()
         make_submission(AID, submitted / ORDER[name] / AID / f"{AID}.ipynb", {"softmax": source})
+    watch = Watch(os.getpid())
     results, _ = grade_class(submitted, tmp / "out", jobs=2, progress=False,
                              limits=Limits(cell_timeout=45, notebook_timeout=150))
+    watch.stop()
     names = {folder: name for name, folder in ORDER.items()}
-    return {"results": {names[r.student]: r for r in results}, "out": tmp / "out"}
+    return {"results": {names[r.student]: r for r in results}, "out": tmp / "out", "left": watch.alive()}
 
 
 def _printed(graded, student) -> str:
@@ -185,6 +189,12 @@ def test_honest_students_keep_their_grades(graded, student):
     result = graded["results"][student]
     assert per_exercise(result) == FULL, (result.error, result.notes, [(c.grade_id, c.message) for c in result.cells])
     assert result.sandbox == "isolated", result.sandbox
+
+
+def test_no_process_outlives_the_class(graded):
+    """Every worker, kernel launcher, kernel and process a kernel started (the fork and thread bombs' included)
+    is gone once grade returns."""
+    assert graded["left"] == [], graded["left"]
 
 
 def test_forged_answers_move_no_grade(graded):

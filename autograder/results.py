@@ -1,0 +1,114 @@
+"""What grading found, as plain data, and the file that keeps it as it arrives.
+
+A result has one row per graded cell: its points, its maximum, and the first
+line of the error it raised (the failure message the checks wrote), plus the
+notes of what went wrong around the student's code (a repaired notebook, a
+dead kernel, a time limit), the flags a human should look at, and ``fault``:
+what went wrong in the grader itself (a judge that raised, a release that
+failed, a worker that died), never the student's doing.
+
+``Store`` is ``results.jsonl`` in ``grade``'s output folder: one line per
+graded notebook, appended and written through to the disk the moment the
+notebook is graded. An interrupted run loses only the notebooks in flight;
+``grade`` run again reads the store and grades only what is missing, what
+changed (the submission, the course or the limits) and what the grader failed
+on. The grades, the report and the feedback are built from it.
+"""
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class CellResult:
+    grade_id: str
+    exercise: str
+    score: float
+    max_score: float
+    manual: bool  # a written answer, graded by a person
+    message: str = ""
+
+
+@dataclass
+class NotebookResult:
+    student: str
+    assignment: str
+    notebook: str
+    cells: list[CellResult] = field(default_factory=list)
+    error: str = ""  # the whole notebook could not be graded
+    notes: list[str] = field(default_factory=list)  # repairs and limits, for the report
+    flags: list[str] = field(default_factory=list)  # code a human should read
+    sandbox: str = ""  # which protections the kernel ran under
+    fault: str = ""  # the grader's own failure on this notebook (graded again when grade runs again)
+
+    @property
+    def auto_score(self) -> float:
+        return sum(c.score for c in self.cells if not c.manual)
+
+    @property
+    def auto_max(self) -> float:
+        return sum(c.max_score for c in self.cells if not c.manual)
+
+    @property
+    def score(self) -> float:
+        return sum(c.score for c in self.cells)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_score for c in self.cells)
+
+    @property
+    def full_marks(self) -> bool:
+        return not self.error and self.auto_max > 0 and self.auto_score == self.auto_max
+
+
+def as_dict(r: NotebookResult) -> dict:
+    return asdict(r)
+
+
+def from_dict(d: dict) -> NotebookResult:
+    d = dict(d)
+    cells = [CellResult(**c) for c in d.pop("cells")]
+    return NotebookResult(**d, cells=cells)
+
+
+class Store:
+    """``results.jsonl``: (student, assignment) -> the latest result recorded for it, and the key of what was
+    graded (see ``autograder.__main__.submission_key``). Lines a killed run left half-written are skipped."""
+
+    def __init__(self, path: Path):
+        self.path, self._lock = Path(path), threading.Lock()
+
+    def load(self) -> dict:
+        found = {}
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return found
+        for line in lines:
+            try:
+                record = json.loads(line)
+                r = from_dict(record["result"])
+            except (ValueError, KeyError, TypeError):
+                continue  # the end of a line a killed run was writing
+            found[(r.student, r.assignment)] = (record["key"], r)
+        return found
+
+    def add(self, r: NotebookResult, key: str) -> None:
+        """Append ``r`` and wait until it is on the disk."""
+        line = json.dumps({"key": key, "result": as_dict(r)}) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab") as f:
+                if f.tell() and not self._ends_a_line():
+                    f.write(b"\n")  # after a half-written line: start a line of our own
+                f.write(line.encode())
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _ends_a_line(self) -> bool:
+        with open(self.path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"

@@ -1,0 +1,75 @@
+"""Which processes a command started, and which of them outlive it: for the fault-injection tests and the soak
+benchmark.
+
+``Watch(pid)`` samples, every ``every`` seconds, the processes that descend from ``pid`` (the grader: its
+workers, nbgrader's kernel launchers, the kernels and what they start, each seen from the host's /proc) and
+remembers each by (pid, start time), so that a pid the system reuses later is not mistaken for a survivor.
+"""
+import os
+import threading
+import time
+
+
+def _stat(pid: int):
+    """(parent pid, start time) of ``pid``, or None when it is gone (or a zombie: it runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else (int(fields[1]), int(fields[19]))
+
+
+def descendants(root: int) -> set:
+    """(pid, start time) of every living process below ``root``."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st:
+                parents[int(entry)] = st
+    found, frontier = set(), {root}
+    while frontier:
+        children = {pid for pid, (ppid, _) in parents.items() if ppid in frontier}
+        found |= {(pid, parents.pop(pid)[1]) for pid in children}
+        frontier = children
+    return found
+
+
+def command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+class Watch:
+    """Every process seen below ``root`` while it runs; ``peak`` is the most seen at once."""
+
+    def __init__(self, root: int, every: float = 0.2):
+        self.root, self.every, self.seen, self.peak = root, every, set(), 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            now = descendants(self.root)
+            self.seen |= now
+            self.peak = max(self.peak, len(now))
+            self._stop.wait(self.every)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def alive(self, grace: float = 5.0) -> list:
+        """The processes seen that are still running ``grace`` seconds from now at the latest, with their
+        command lines (a process told to die may take a moment)."""
+        deadline = time.monotonic() + grace
+        while True:
+            left = [(pid, command(pid)) for pid, start in sorted(self.seen) if (_stat(pid) or (0, None))[1] == start]
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.2)
