@@ -28,7 +28,9 @@ time or on the output it keeps. This step runs the cells one by one and:
 
 A graded cell with no judge in ``autograder.checks`` (one an instructor
 added in nbgrader's usual style) runs in the kernel as stock nbgrader would;
-the report says so.
+the report says so. A judge that raises, or judges that cannot be imported,
+are the grader's fault, not the student's: the cell scores 0 and is flagged
+for a person to review, with the judge and its exception named.
 
 The course's nbgrader_config.py puts it in place of nbgrader's Execute.
 """
@@ -50,6 +52,14 @@ from nbgrader.preprocessors import Execute
 from traitlets import CaselessStrEnum, Integer
 
 from . import probe
+
+# The most a kernel may send back for one judge's request, in bytes (characters of ASCII JSON), all its
+# replies together. The kernel side answers each request once, with at most probe.MAX_BYTES (64 MiB); grading
+# the nine solution notebooks, the largest reply was 0.15 MiB (146 KiB, a judge of greedy_decode_cached), and
+# every request got one reply. A kernel that sends more is not answering honestly: the request fails, and
+# what it sent beyond the limit is dropped, not kept in the grader's memory.
+PROBE_REPLY_LIMIT = probe.MAX_BYTES
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the autograder package lies
 
 PROBE_CODE = "__import__('autograder.probe', fromlist=['serve']).serve(__import__('base64').b64decode('{}').decode())"
 
@@ -137,9 +147,14 @@ class GuardedExecute(Execute):
             cell.outputs = [error_output("NotRun", f"not run: {self._stopped}")]
             return cell, resources
         gid = _graded_test(cell)
-        if gid and self._has_judge(gid):
-            return self._judge(cell, gid, index), resources
         if gid:
+            try:
+                judged = self._has_judge(gid)
+            except Exception as e:  # noqa: BLE001 - broken judges are the grader's fault, and say so
+                return self._grader_fault(cell, f"the judges of {self._assignment} could not be imported "
+                                                f"({_raised(e)})"), resources
+            if judged:
+                return self._judge(cell, gid, index), resources
             self._note(cell, "this graded cell has no judge in autograder/checks; it ran inside the student's "
                              "kernel, where student code could change its outcome")
         self._cell_bytes, self._cut = 0, False
@@ -174,11 +189,18 @@ class GuardedExecute(Execute):
     # -- judging ----------------------------------------------------------------------------------
 
     def _has_judge(self, gid: str) -> bool:
+        """Whether a judge in ``autograder.checks`` decides this graded cell: False when the assignment has no
+        checks package or the package no judge of that name. Raises when importing the judges fails."""
         from . import checks
-        try:
-            return gid in checks.judges(self._assignment)
-        except (ImportError, KeyError, ValueError, OSError):
-            return False
+        return checks.has_package(self._assignment) and gid in checks.judges(self._assignment)
+
+    def _grader_fault(self, cell, what: str):
+        """Fail a graded cell because the grader broke (``what``), and flag it: the submission is not to blame."""
+        self._note(cell, f"{what}: a fault in the grader's check, not necessarily in the submission; the cell "
+                         f"scored 0 until a person reviews it", flag=True)
+        cell.outputs = [error_output("AssertionError", "the grader's check of this cell broke (not necessarily "
+                                                       "your code's fault): flagged for a person to review")]
+        return cell
 
     def _judge(self, cell, gid: str, index: int):
         """Run the judge of a graded cell in this process; the cell's outputs say what it decided."""
@@ -195,9 +217,10 @@ class GuardedExecute(Execute):
             message = str(e)
             if "time limit" in message:
                 self._note(cell, f"this cell ran past the per-cell time limit ({budget} s) and was interrupted")
-        except Exception as e:  # noqa: BLE001 - a judge that breaks on odd data fails the cell, and says so
-            message = f"the check could not finish ({type(e).__name__}: {str(e)[:300]})"
-            self._note(cell, f"its check stopped with {type(e).__name__}: {str(e)[:200]}; please look at it")
+        except Exception as e:  # noqa: BLE001 - a judge that raises is the grader's fault, even on odd data
+            fn = checks.judges(self._assignment)[gid]
+            return self._grader_fault(cell, f"the judge of {self._assignment}'s {gid} "
+                                            f"({fn.__module__}.{fn.__qualname__}) raised {_raised(e)}")
         finally:
             self._judge_deadline = None
         for text in flags:
@@ -213,7 +236,7 @@ class GuardedExecute(Execute):
         code = PROBE_CODE.format(base64.b64encode(text.encode()).decode("ascii"))
         request = NotebookNode(cell_type="code", source=code, metadata={}, outputs=[], execution_count=None)
         cell = self.nb.cells[index]
-        self._probing = []
+        self._probing, self._probe_bytes = [], 0
         try:
             run_sync(self._async_probe_cell)(request, index, answer)
         except DeadKernelError:
@@ -225,6 +248,8 @@ class GuardedExecute(Execute):
         finally:
             replies, self._probing = self._probing, None
             self.nb.cells[index] = cell  # nbclient puts the cell it ran in the notebook: the test cell goes back
+        if self._probe_bytes > PROBE_REPLY_LIMIT:
+            raise _failure(f"the kernel's answer was larger than {PROBE_REPLY_LIMIT // 2**20} MiB")
         for out in request.outputs:
             if out.get("output_type") == "error":
                 if out.get("ename") == "CellTimeoutError":
@@ -257,7 +282,11 @@ class GuardedExecute(Execute):
         if self._probing is not None:  # a judge's request: keep its reply only, drop what student code printed
             data = content.get("data") or {}
             if msg.get("msg_type") == "display_data" and isinstance(data.get(probe.MIME), str):
-                self._probing.append(data[probe.MIME])
+                self._probe_bytes += len(data[probe.MIME])
+                if self._probe_bytes <= PROBE_REPLY_LIMIT:
+                    self._probing.append(data[probe.MIME])
+                else:  # too much: keep nothing, and the request fails (``probe``)
+                    self._probing.clear()
             return None
         size = len(content.get("text", "")) + len(json.dumps(content.get("data", {})))
         self._cell_bytes = getattr(self, "_cell_bytes", 0) + size
@@ -291,6 +320,28 @@ class GuardedExecute(Execute):
 def _graded_test(cell) -> str:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return meta.get("grade_id", "") if meta.get("grade") and not meta.get("solution") else ""
+
+
+def _raised(e: BaseException) -> str:
+    """An exception, and where in the checks it was raised: the innermost line of a module of
+    ``autograder.checks`` in its traceback, or the line a syntax error names ('TypeError: ... at
+    autograder/checks/self_attention/softmax.py:27, in autograder.checks.self_attention.softmax')."""
+    where = ""
+    tb = e.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module == "autograder.checks" or module.startswith("autograder.checks."):
+            where = f" at {_path(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}, in {module}"
+        tb = tb.tb_next
+    if isinstance(e, SyntaxError) and e.filename:
+        where = f" at {_path(e.filename)}:{e.lineno}"
+    return f"{type(e).__name__}: {str(e)[:300]}{where}"
+
+
+def _path(filename: str) -> str:
+    """A file of the grader as 'autograder/checks/...py'; any other file as it is."""
+    path = os.path.abspath(filename)
+    return os.path.relpath(path, SOURCE) if path.startswith(os.path.join(SOURCE, "autograder") + os.sep) else filename
 
 
 def _failure(message: str):

@@ -8,6 +8,8 @@ single-threaded worker and retry a lost one once. tests/test_jupyterhub.py runs 
 import ast
 import re
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import dask.config
@@ -171,6 +173,46 @@ def test_the_formgrader_is_the_instructors_service():
     claims = {d["metadata"]["name"] for d in load("k8s/volumes.yaml")}
     assert {volumes["course"]["persistentVolumeClaim"]["claimName"],
             volumes["exchange"]["persistentVolumeClaim"]["claimName"]} <= claims
+
+
+def _files(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _write(root: Path, files: dict) -> None:
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+
+
+def test_the_formgrader_starts_with_the_images_source_notebooks(tmp_path):
+    """The formgrader's init step, run with sh on two folders standing for the image's checkout
+    (/srv/course) and the course volume (/srv/nbgrader/course): on the first start, and after an
+    upgrade of the image, the volume's source notebooks are the image's (an old notebook is replaced,
+    one the image dropped is gone), and nothing else of the volume changes."""
+    pod = manifest("k8s/formgrader.yaml", "Deployment")["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"course": "/srv/nbgrader/course"}
+    *shell, script = init["command"]
+    image, volume = tmp_path / "image", tmp_path / "volume"
+    script = script.replace("/srv/nbgrader/course", str(volume)).replace("/srv/course", str(image))
+    assert "/srv/" not in script, script
+    volume.mkdir()
+
+    def start(solutions: dict):
+        shutil.rmtree(image, ignore_errors=True)
+        _write(image / "solutions", solutions)
+        _write(image, {"lib/x.py": b"lib"})
+        subprocess.run([*shell, script], check=True, capture_output=True)
+        assert _files(volume / "solutions") == solutions
+        assert sorted(p.name for p in volume.iterdir() if p.name.startswith("solutions")) == ["solutions"]
+
+    start({"01_a/01_a.ipynb": b"01 v1", "02_b/02_b.ipynb": b"02 v1", "02_b/data.txt": b"data v1"})
+    kept = {"gradebook.db": b"grades", "submitted/sam/01_a/01_a.ipynb": b"sam's work", "notebooks/01_a/01_a.ipynb":
+            b"release v1", "autograded/sam/01_a/01_a.ipynb": b"graded", "feedback/sam/01_a/01_a.html": b"feedback"}
+    _write(volume, kept)
+    start({"01_a/01_a.ipynb": b"01 v2", "02_b/data.txt": b"data v2", "03_c/03_c.ipynb": b"03 v2"})
+    assert {k: v for k, v in _files(volume).items() if not k.startswith("solutions/")} == kept
 
 
 def test_the_course_id_is_the_same_everywhere():

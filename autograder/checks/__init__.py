@@ -30,6 +30,12 @@ from autograder.course import exercise_of
 from .kernel import Kernel, LocalTransport, ProbeFailure
 
 
+def has_package(aid: str) -> bool:
+    """Whether the assignment has a checks package (looked for, not imported: importing it may fail)."""
+    name = aid.partition("_")[2]
+    return name.isidentifier() and importlib.util.find_spec(f"autograder.checks.{name}") is not None
+
+
 def package(aid: str):
     """The checks package of an assignment: ``01_self_attention`` -> ``autograder.checks.self_attention``."""
     return importlib.import_module(f"autograder.checks.{aid.split('_', 1)[1]}")
