@@ -225,7 +225,6 @@ def cmd_grade(args) -> int:
     print(f"grading {args.submitted} " + (f"on the Dask cluster at {args.cluster}" if args.cluster
                                           else f"with {args.jobs} workers"))
     out = Path(args.out).resolve()
-    signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: what was graded is written
     try:
         results, refused = grade_class(Path(args.submitted), out, args.jobs, limits, cluster=args.cluster,
                                        allow_unisolated=args.allow_unisolated, regrade=args.regrade)
@@ -297,11 +296,17 @@ def main(argv=None) -> int:
     p.add_argument("out", help="the zip file to write")
     p.set_defaults(run=cmd_bundle)
     args = parser.parse_args(argv)
+    # SIGTERM stops grade and check as Ctrl-C does: every worker and kernel is stopped, and grade writes what
+    # was graded (tests/test_faults.py)
+    before = signal.signal(signal.SIGTERM, _interrupt) if args.run in (cmd_grade, cmd_check) else None
     try:
         return args.run(args)
     except KeyboardInterrupt:  # the grader's workers and kernels are stopped by now
         print("\ninterrupted", file=sys.stderr)
         return 130
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ started) outlives it:
 - a kernel killed in the middle of a notebook: only that student is affected;
 - an assignment whose release fails: its notebooks are flagged as the grader's
   fault, every other assignment grades normally;
-- no space left in the grader's scratch folder.
+- no space left in the grader's scratch folder;
+- ``check`` interrupted (Ctrl-C, SIGTERM) or killed in the middle of a notebook: nothing it started lives on.
 """
 import csv
 import fcntl
@@ -279,3 +280,21 @@ def test_a_worker_that_does_not_start_is_the_graders_fault(tmp_path, monkeypatch
     assert r.auto_max == sum(FULL.values()) and r.auto_score == 0
     assert needs_review(r)
     assert len(started) == 2 and all(w.proc.poll() is not None for w in started), "a worker was left running"
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "sigterm", "sigkill"])
+def test_check_stopped_mid_notebook_leaves_no_process(tmp_path, how):
+    """A student's ``check`` stopped while its kernel runs their code: Ctrl-C and SIGTERM end it with 130 and a
+    line saying so (no traceback), SIGKILL at once; in every case its worker, launcher and kernel are gone."""
+    path = make_submission(AID, tmp_path / f"{AID}.ipynb", {"softmax": SOL["softmax"] + SLOW.format(120)})
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "check", str(path)], cwd=course.ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watch, ages = Watch(proc.pid), Ages(proc.pid)
+    wait_for(lambda: ages.older_than(3) or proc.poll() is not None)
+    assert ages.older_than(3), "no kernel was running when expected"
+    proc.send_signal(how)
+    stdout, stderr = proc.communicate(timeout=120)
+    watch.stop()
+    assert watch.alive(grace=10) == [], "processes outlived the stopped check"
+    if how != signal.SIGKILL:
+        assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr, stdout + stderr
