@@ -9,7 +9,9 @@ from pathlib import Path
 from . import course, intake
 from .bundle import bundle
 from .cluster import ClusterError
-from .grading import Limits, check_notebook, grade_many, zero_result
+from .grading import zero_result
+from .limits import Limits
+from .runner import check_notebook, grade_many
 from .fingerprint import fingerprint, version
 from .release import release
 from .results import Store
@@ -283,9 +285,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
     p.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
-    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default 60)")
-    p.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default 600)")
-    p.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel in MiB (default 4096)")
+    limits = Limits()  # the defaults, stated in autograder/limits.py
+    p.add_argument("--cell-timeout", type=int, default=limits.cell_timeout,
+                   help=f"seconds per cell (default {limits.cell_timeout})")
+    p.add_argument("--notebook-timeout", type=int, default=limits.notebook_timeout,
+                   help=f"seconds per notebook (default {limits.notebook_timeout})")
+    p.add_argument("--memory-mb", type=int, default=limits.memory // 2**20,
+                   help=f"memory limit of each kernel in MiB (default {limits.memory // 2**20})")
     p.add_argument("--allow-unisolated", action="store_true",
                    help="grade even where kernels cannot be isolated (no namespaces): per-process limits only")
     p.add_argument("--regrade", action="store_true",

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from . import files, intake
 from .fingerprint import differences, fingerprint, version
-from .grading import Limits, Run, grade_once, grader_failed, keep_graded, progress_bar, zero_result
+from .limits import Limits
+from .grading import Run, grade_once, grader_failed, keep_graded, progress_bar, zero_result
 from .results import as_dict, from_dict
 
 POLL = 2.0  # seconds between looks at the cluster while waiting for results
@@ -198,7 +199,7 @@ def _allowed_failures(dask_scheduler=None) -> int:
 
 def grade_on_cluster(address: str, submissions, keep: Path | None, limits: Limits, progress: bool, hide=(),
                      allow_unisolated: bool = False, on_result=None):
-    """``grading.grade_many`` on the Dask cluster whose scheduler is at ``address``; workers that cannot
+    """``runner.grade_many`` on the Dask cluster whose scheduler is at ``address``; workers that cannot
     isolate their kernels are refused unless ``allow_unisolated``.
 
     Every outcome is caught per task. Lost with the scheduler (a restart, a dropped connection), the tasks in

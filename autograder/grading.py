@@ -1,18 +1,19 @@
-"""Grade notebooks with stock ``nbgrader autograde`` and read back the results (``autograder.results``).
+"""Grade one notebook with stock ``nbgrader autograde`` and read back its result (``autograder.results``).
 
-Class-sized runs (``grade_many``): each submission is one job; ``jobs``
-workers take them in turn, each in its own scratch course folder with its own
-gradebook (into which it releases the assignments when it starts), so no two
-nbgrader processes ever share a database. Each job is one
-``nbgrader autograde --student`` process with a time limit, its kernel started
-by ``autograder.sandbox``.
+A ``Run`` is a scratch folder with one course folder per grading worker, each
+with its own gradebook (into which the worker releases the assignments when it
+starts), so no two nbgrader processes ever share a database. ``grade_once``
+grades one submission in one of them: an ``nbgrader autograde --student``
+request to that folder's ``autograder.worker`` process, with a time limit, its
+kernel started by ``autograder.sandbox``; whatever goes wrong in the grader is
+caught and reported as its fault. The runners, ``autograder.pool`` (this
+machine) and ``autograder.cluster`` (Dask), drive many of these at once.
 """
 import fcntl
 import functools
 import hashlib
 import json
 import os
-import queue
 import re
 import select
 import shutil
@@ -23,14 +24,14 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from . import cgroup, course, files, intake, sandbox
+from . import cgroup, course, files, intake
 from .bundle import student_view
 from .course import exercise_of
+from .limits import Limits
 from .nbgrader_run import make_course
 from .results import CellResult, NotebookResult
 from .worker import MARK
@@ -87,17 +88,6 @@ def _read_results(root: Path, student: str, assignment: str, notebook: Path) -> 
             result.cells.append(CellResult(gid, exercise_of(gid, solution_ids), score, points, manual,
                                            messages.get(gid, "") if score < points else ""))
     return result
-
-
-
-@dataclass
-class Limits:
-    cell_timeout: int = 60  # seconds per cell
-    notebook_timeout: int = 600  # seconds per notebook
-    memory: int = 4 * 2**30  # bytes of address space for the kernel
-    output: int = 1_000_000  # bytes of output kept per cell
-    scratch_mb: int = 64  # size of the kernel's own folder (and of its /tmp)
-    pids: int = sandbox.PIDS  # processes and threads of a kernel and everything it starts, together
 
 
 def grader_failed(student, assignment, path, e: BaseException | str) -> NotebookResult:
@@ -246,7 +236,7 @@ class Run:
 
 class WorkerLost(Exception):
     """The grading worker did not start, died, or did not answer in time: the grader's fault, not the
-    student's. ``grade_many`` grades the notebook again on a fresh worker, once."""
+    student's. ``grade_once`` grades the notebook again on a fresh worker, once."""
 
 
 def keep_graded(r: NotebookResult, graded: Path | bytes | None, keep: Path | None) -> None:
@@ -420,76 +410,6 @@ def progress_bar(total: int, progress: bool):
     return tqdm(total=total, unit="notebook", desc="grading", file=sys.stderr)
 
 
-def grade_many(submissions, jobs: int = 1, keep_autograded: Path | None = None, limits: Limits | None = None,
-               progress: bool = False, hide=(), cluster: str | None = None, allow_unisolated: bool = True,
-               on_result=None):
-    """Grade ``submissions``, a list of (student_id, assignment_id, notebook path).
-
-    Returns a list of NotebookResult in the same order. ``jobs`` workers grade
-    at once on this machine, or, with ``cluster`` (a Dask scheduler's address),
-    the workers of that cluster (``autograder.cluster``); with ``progress``, a
-    bar on stderr counts finished notebooks. ``on_result(i, result)`` is called
-    as each notebook is graded (its graded notebook already kept).
-
-    Every outcome is caught per submission: a notebook the grader fails on gets
-    a result with its ``fault``, and the others grade on. Interrupted (Ctrl-C),
-    it stops every worker and kernel, reports nothing for the notebooks in
-    flight, and raises KeyboardInterrupt.
-    """
-    if not submissions:
-        return []
-    limits = limits or Limits()
-    if cluster:
-        from .cluster import grade_on_cluster
-        return grade_on_cluster(cluster, submissions, keep_autograded, limits, progress, hide, allow_unisolated,
-                                on_result)
-    jobs = max(1, min(jobs, len(submissions)))
-    run = Run(sorted({aid for _, aid, _ in submissions}), jobs, limits, hide)
-    todo = queue.Queue()
-    for i, sub in enumerate(submissions):
-        todo.put((i, *sub))
-    results = [None] * len(submissions)
-    bar = progress_bar(len(submissions), progress)
-    done = threading.Lock()
-
-    def work(worker):
-        while not run.closed:
-            try:
-                i, student, aid, path = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                r, graded = grade_once(run, worker, student, aid, Path(path))
-                keep_graded(r, graded, keep_autograded)
-            except Closed:
-                return
-            with done:
-                if run.closed:  # interrupted: what the stopped worker answered is no grade
-                    return
-                results[i] = r
-                if on_result is not None:
-                    on_result(i, r)
-                if bar is not None:
-                    bar.update(1)
-
-    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in run.workers]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.5)  # in short waits: Ctrl-C reaches this thread between them
-    finally:
-        with done:
-            run.closed = True
-        if bar is not None:
-            bar.close()
-        run.close()
-        for t in threads:
-            t.join(30)
-    return results
-
-
 def grade_once(run: Run, worker: Path, student: str, aid: str, path: Path, hide=()):
     """``run.grade``, whatever happens: a worker lost on the way is replaced and the notebook graded again,
     once; a second loss, or any other failure of the grader, is reported as the grader's fault."""
@@ -503,10 +423,3 @@ def grade_once(run: Run, worker: Path, student: str, aid: str, path: Path, hide=
                 return grader_failed(student, aid, path, f"{e}, twice"), None
         except Exception as e:  # noqa: BLE001 - one broken submission must not stop the class
             return grader_failed(student, aid, path, e), None
-
-
-def check_notebook(path: Path, assignment: str | None = None) -> NotebookResult:
-    """Grade one notebook, wherever it lies, against its source in solutions/."""
-    path = Path(path)
-    aid = assignment or course.detect_assignment(path)
-    return grade_many([("you", aid, path)])[0]

@@ -19,8 +19,10 @@ c.CourseDirectory.course_id = "transformers-from-scratch"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# Each cell has 60 s (nbgrader's default is 30 s); no test cell needs more than 2 s.
-c.Execute.timeout = 60
+# Each cell's time (autograder/limits.py: 60 s; nbgrader's default is 30 s).
+from autograder.limits import Limits  # noqa: E402
+
+c.Execute.timeout = Limits.cell_timeout
 c.Execute.interrupt_on_timeout = True
 # nbgrader gives up on a notebook when a cell's output arrives more than 4 s
 # after its reply, which happens on a busy machine; wait longer.

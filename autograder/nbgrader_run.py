@@ -15,7 +15,7 @@ from . import course
 def make_course(root: Path, assignment_ids, limits=None) -> Path:
     """A course folder at ``root`` whose solutions/ holds the given assignments.
 
-    With ``limits`` (an ``autograder.grading.Limits``), nbgrader runs the
+    With ``limits`` (an ``autograder.limits.Limits``), nbgrader runs the
     notebooks in the sandboxed kernel with those time and output limits.
     """
     root.mkdir(parents=True, exist_ok=True)

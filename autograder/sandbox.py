@@ -64,6 +64,7 @@ import tempfile
 import time
 
 from autograder import cgroup, course
+from autograder.limits import Limits
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x20000000, 0x10000000
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
@@ -75,7 +76,6 @@ PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
 WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the kernel's own
-PIDS = 512  # processes and threads of one sandbox, all together (AUTOGRADER_PIDS)
 UID_BASE = 1_500_000_000  # a root grader runs each kernel as UID_BASE + the launcher's pid: a uid no file has
 # the top-level folders a kernel keeps (read-only): the system's programs, libraries and settings
 SYSTEM_DIRS = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "dev", "proc", "sys", "tmp"}
@@ -322,8 +322,8 @@ def main(argv) -> None:
     keep = [p for p in os.environ.get("AUTOGRADER_KEEP", "").split(os.pathsep) if p]
     view = os.environ.get("AUTOGRADER_VIEW", "")
     memory = int(os.environ.get("AUTOGRADER_MEMORY", "0") or 0)
-    pids = int(os.environ.get("AUTOGRADER_PIDS", "0") or 0) or PIDS
-    scratch = int(os.environ.get("AUTOGRADER_SCRATCH_MB", "64") or 64) * 2**20
+    pids = int(os.environ.get("AUTOGRADER_PIDS", "0") or 0) or Limits.pids
+    scratch = int(os.environ.get("AUTOGRADER_SCRATCH_MB", "0") or 0 or Limits.scratch_mb) * 2**20
     log = _open_log(os.environ.get("AUTOGRADER_SANDBOX_LOG"))
     workdir = os.path.realpath(os.getcwd())
     env = kernel_environment(os.environ)

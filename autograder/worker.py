@@ -1,7 +1,7 @@
 """A long-lived nbgrader process that autogrades one submission per request.
 
 Importing nbgrader takes seconds; a class of 30 notebooks would pay it 30
-times with one ``nbgrader autograde`` process each. ``grade_many`` starts one
+times with one ``nbgrader autograde`` process each. The pool (``autograder.pool``) starts one
 worker per job instead, in that worker's scratch course folder, and sends it
 requests on stdin, one JSON line each (it first releases the course's
 assignments into its own gradebook, with nbgrader's generate_assignment, and

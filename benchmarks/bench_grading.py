@@ -7,7 +7,7 @@ answer cell. Grades them twice in one run, on the same machine:
 - stock: one course folder, ``nbgrader generate_assignment`` then
   ``nbgrader autograde`` for every assignment (nbgrader grades one
   submission after another; its stock Execute step, no sandbox);
-- ours: ``autograder.grading.grade_many`` with ``--jobs`` workers (default:
+- ours: ``autograder.runner.grade_many`` with ``--jobs`` workers (default:
   the number of cores), sandboxed kernels, limits and all.
 
 Prints both wall times and their ratio, and checks that both give every
@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder import course  # noqa: E402
-from autograder.grading import grade_many  # noqa: E402
+from autograder.runner import grade_many  # noqa: E402
 from tests import mistakes  # noqa: E402
 from tests.submissions import make_submission  # noqa: E402
 

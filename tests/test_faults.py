@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from autograder import course, grading
-from autograder.grading import Limits, grade_many
+from autograder.limits import Limits
+from autograder.runner import grade_many
 from autograder.sandbox import UID_BASE
 from tests.hostile_cases import AID, FULL, SOL, WRONG_SOFTMAX
 from autograder.report import needs_review

@@ -1,6 +1,7 @@
 """The smaller faults of issue P, each on its own, without a kernel: a feedback page that cannot be rendered,
 a course folder that cannot be set up, half-written lines in results.jsonl, and the pools of grading
-processes a Dask worker keeps (two runs on one multi-threaded worker, pools left idle).
+processes a Dask worker keeps (two runs on one multi-threaded worker, pools left idle); and a timed judge
+that a busy machine's stall must not fail.
 
 tests/test_faults.py injects the larger faults into real class runs.
 """
@@ -17,7 +18,8 @@ import distributed
 import pytest
 
 from autograder import __main__ as cli, cluster, grading
-from autograder.grading import Limits, zero_result
+from autograder.grading import zero_result
+from autograder.limits import Limits
 from autograder.results import NotebookResult, Store
 
 AID = "01_self_attention"
@@ -175,3 +177,57 @@ def test_a_pool_left_idle_is_closed(worker_pools, monkeypatch):
     while not run.closed and time.monotonic() < deadline:
         time.sleep(0.1)
     assert run.closed and cluster._pools == {}
+
+
+# ---- a timed judge on a busy machine (autograder/checks/bpe/train_bpe.py) ----
+
+@pytest.mark.parametrize("seconds, passes, runs", [
+    ([4.0, 0.2], True, 2),  # one run slowed (a busy machine): the next one counts
+    ([4.0, 4.0, 4.0], False, 3),  # slow every time: the fastest of three is over the limit
+    ([40.0], False, 1),  # far over the limit: not run again
+])
+def test_the_speed_judge_times_again_before_it_fails(monkeypatch, seconds, passes, runs):
+    from lib import bpe
+    from autograder.checks.bpe import train_bpe as judges
+    corpus = judges.zipf_corpus(judges.random.Random(75), 2000, 250)
+    merges = bpe.train_bpe(corpus, 200)
+    calls = []
+
+    def train(k, corpus, n, what, hint="", timed=False):
+        calls.append(timed)
+        return types.SimpleNamespace(value=merges, seconds=99.0, cpu=seconds[len(calls) - 1])
+    monkeypatch.setattr(judges, "_train", train)
+    monkeypatch.setattr(judges, "no_tokenizers", lambda k, name: None)
+    if passes:
+        judges.train_bpe_speed(None)
+    else:
+        with pytest.raises(AssertionError, match="took 4.0 s \\(the fastest of 3 runs\\)" if runs == 3 else "took 40.0 s"):
+            judges.train_bpe_speed(None)
+    assert calls == [True] * runs  # timed by the kernel's processor time, not the wall clock (99 s here)
+
+
+def test_the_kernels_processor_time_is_read_from_proc_for_its_whole_tree():
+    """``execute.tree_cpu``: what a process and the processes below it spent, a grandchild's work included, while
+    a process that only waits adds nothing."""
+    import subprocess
+    import sys
+
+    from autograder.execute import tree_cpu
+    spin = "import time\ntime.sleep(2)\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    waiter = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                               f"subprocess.Popen([sys.executable, '-c', {spin!r}])\ntime.sleep(30)"])
+    try:
+        time.sleep(1.2)  # both have started, and the grandchild has yet to work
+        first = tree_cpu(waiter.pid)
+        deadline = time.monotonic() + 20
+        while tree_cpu(waiter.pid) - first < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        spent = tree_cpu(waiter.pid) - first
+        assert 0.5 <= spent < 1.5, spent
+        time.sleep(0.5)
+        assert tree_cpu(waiter.pid) - first - spent < 0.1  # all of them wait now
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(waiter.pid)])
+        waiter.kill()
+        waiter.wait()
+    assert tree_cpu(waiter.pid) is None

@@ -13,7 +13,7 @@ import pkgutil
 import pytest
 
 import tests.mistakes as catalogue
-from autograder.grading import grade_many
+from autograder.runner import grade_many
 from tests.inprocess import Notebook
 from tests.submissions import make_submission
 

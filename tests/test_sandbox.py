@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from autograder import course
-from autograder.grading import grade_many
+from autograder.runner import grade_many
 from tests.hostile_cases import AID, FORGERY
 from tests.submissions import make_submission, solution_sources
 

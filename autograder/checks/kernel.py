@@ -90,6 +90,7 @@ class Trace:
     ops: list = field(default_factory=list)  # (operator, device of its output, shape of its output)
     grads: dict | None = None  # {"args": [...], "params": {name: grad}}
     args: list | None = None  # the arguments as they were after the call (with ``args_after``)
+    cpu: float | None = None  # with ``timed``: processor seconds the kernel used for it (``transport.cpu``)
 
 
 @dataclass
@@ -236,10 +237,12 @@ class Kernel:
                           **kwargs).value
 
     def trace(self, what: str, target, *args, hint: str = "", inject=None, seed=None, no_grad=False,
-              backward=None, watch=False, args_after=False, trusted=False, **kwargs) -> Trace:
+              backward=None, watch=False, args_after=False, trusted=False, timed=False, **kwargs) -> Trace:
         """Like ``call``; also records the operators run (``watch``), the gradients of sum(output * backward)
         with respect to tensor arguments marked ``grad(t)`` and the target's parameters, or the arguments as
-        the call left them (``args_after``). ``trusted``: the judge's own code, run without the bans."""
+        the call left them (``args_after``). ``trusted``: the judge's own code, run without the bans.
+        ``timed``: also the processor time the kernel spent on it (``Trace.cpu``), which, unlike the wall time,
+        a busy machine does not stretch, nor the round trips of the references the call uses."""
         enc = _Encoder()
         message = {"op": "call", "target": target.ref(), "args": enc(list(args)), "kwargs": enc(kwargs),
                    "inject": enc(dict(inject or {})),
@@ -248,12 +251,16 @@ class Kernel:
                    "seed": seed, "no_grad": no_grad, "watch": watch, "args_after": args_after, "trusted": trusted,
                    "backward": enc(backward) if backward is not None else None}
         _mark_grads(message["args"], args)
+        clock = getattr(self.transport, "cpu", None) if timed else None
+        before = clock() if clock else None
         reply, seconds = self._request(message, enc.tensors)
+        after = clock() if clock else None
         if "error" in reply:
             raise _student_error(what, reply["error"], hint)
         if reply.get("elsewhere"):
             raise self._unchecked(what, reply["elsewhere"])
-        return Trace(reply["v"], seconds, reply.get("ops") or [], reply.get("grads"), reply.get("args"))
+        cpu = after - before if before is not None and after is not None else None
+        return Trace(reply["v"], seconds, reply.get("ops") or [], reply.get("grads"), reply.get("args"), cpu)
 
     def _unchecked(self, what: str, where) -> AssertionError:
         """A call that ran work on other threads or processes (``probe._Elsewhere``), where the bans and the
@@ -513,6 +520,11 @@ class LocalTransport:
     def __call__(self, text: str, answer=None) -> str:
         self.state["ask"] = None if answer is None else (lambda question: _as_grader(answer, question))
         return probe.handle(text, self.namespace, self.state)
+
+    @staticmethod
+    def cpu() -> float:
+        """Processor seconds of this thread, where the requests run."""
+        return time.thread_time()
 
 
 def _as_grader(answer, question: str) -> str:

@@ -77,9 +77,9 @@ def _merges(result, what):
     return merges
 
 
-def _train(k, corpus, n, what, hint=""):
+def _train(k, corpus, n, what, hint="", timed=False):
     """The student's train_bpe(corpus, n), with the course's pair_counts and merge_pair; its trace."""
-    return k.trace(what, k.student("train_bpe"), corpus, n, hint=hint,
+    return k.trace(what, k.student("train_bpe"), corpus, n, hint=hint, timed=timed,
                    inject=trusted_helpers(k, "pair_counts", "merge_pair"))
 
 
@@ -139,11 +139,22 @@ def train_bpe_speed(k):
     expected = _expected(corpus, 200)
     t_ref = time.perf_counter() - start
     what = "train_bpe(2000-word corpus, 200)"
-    trace = _train(k, corpus, 200, what)
     limit = max(3.0, 25 * t_ref)
-    if trace.seconds > limit:
-        raise AssertionError(f"train_bpe on a corpus of 2000 words with 200 merges took {trace.seconds:.1f} s (the "
+    # The processor time the kernel spent (wall time where it cannot be read): a busy machine does not stretch
+    # it, nor do the 400 round trips to pair_counts and merge_pair, whose references run in the grader. Timed
+    # again, up to three runs in all, when too slow (the fastest run counts); one far over is not run again.
+    trace = _train(k, corpus, 200, what, timed=True)
+    runs = [_spent(trace)]
+    while min(runs) > limit and sum(runs) < 6 * limit and len(runs) < 3:
+        runs.append(_spent(_train(k, corpus, 200, what, timed=True)))
+    if min(runs) > limit:
+        took = f"{min(runs):.1f} s" + (f" (the fastest of {len(runs)} runs)" if len(runs) > 1 else "")
+        raise AssertionError(f"train_bpe on a corpus of 2000 words with 200 merges took {took} (the "
                              f"reference takes {t_ref:.2f} s here, the limit is {limit:.1f} s). Work on the distinct "
                              f"words with their counts (not on every word of the corpus), and at each step only count "
                              f"pairs and merge the best one (do not re-apply all earlier merges from scratch)")
     diagnose(_merges(trace.value, what), expected, {}, what, _first_difference)
+
+
+def _spent(trace) -> float:
+    return trace.cpu if trace.cpu is not None else trace.seconds
