@@ -115,7 +115,7 @@ def main(argv) -> int:
     if command == "lab":
         return subprocess.call([str(py), "-m", "jupyter", "lab", "notebooks"] + argv[2:], cwd=ROOT, env=env)
     if command == "test":
-        return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile"] + argv[2:], cwd=ROOT, env=env)
+        return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=15"] + argv[2:], cwd=ROOT, env=env)
     return 0
 
 
