@@ -51,7 +51,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import CaselessStrEnum, Integer
 
-from . import probe
+from . import probe, proctree
 from .limits import Limits
 
 # The most a kernel may send back for one judge's request, in bytes (characters of ASCII JSON), all its
@@ -86,28 +86,7 @@ class RemoteTransport:
     def cpu(self) -> float | None:
         """Processor seconds used so far by the kernel and every process below its launcher, read by the grader
         from /proc (the kernel cannot change them), or None where they cannot be read."""
-        return tree_cpu(getattr(getattr(self.executor.km, "provisioner", None), "pid", None))
-
-
-def tree_cpu(root: int | None) -> float | None:
-    """User and system seconds of ``root`` and its living descendants (and of their children that ended and
-    were waited for), from /proc; None when ``root`` is gone or this is not Linux."""
-    if not root or not os.path.isdir(f"/proc/{root}"):
-        return None
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))  # ppid; utime..cstime
-    ticks, frontier = 0, {root}
-    while frontier:
-        ticks += sum(stats[pid][1] for pid in frontier if pid in stats)
-        frontier = {pid for pid, (ppid, _) in stats.items() if ppid in frontier}
-    return ticks / os.sysconf("SC_CLK_TCK")
+        return proctree.cpu(getattr(getattr(self.executor.km, "provisioner", None), "pid", None))
 
 
 class SocketKernelManager(AsyncKernelManager):

@@ -21,6 +21,8 @@ import json
 import os
 import sys
 
+from autograder import proctree
+
 MARK = "@@result "
 # The judges run the notebook's references here, on arguments a kernel chose: a request that would make
 # them allocate without end fails with a MemoryError (a failed, flagged check) instead of taking the machine.
@@ -40,7 +42,8 @@ def _orphaned(parent: int) -> None:
     import time
     while os.getppid() == parent:
         time.sleep(1)
-    for child in _children():  # the kernels nbgrader started, each in a session (and group) of its own
+    children = [pid for pid, p in proctree.table().items() if p.ppid == os.getpid()]
+    for child in children:  # the kernels nbgrader started, each in a session (and group) of its own
         try:
             os.killpg(child, signal.SIGKILL)
         except OSError:
@@ -48,20 +51,6 @@ def _orphaned(parent: int) -> None:
     if os.getpgrp() == os.getpid():  # the group the grader started it in: this worker and nbgrader's children
         os.killpg(os.getpgrp(), signal.SIGKILL)
     os._exit(1)
-
-
-def _children() -> list:
-    """The ids of this process's children (Linux: read from /proc; elsewhere none)."""
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if entry.isdigit() and int(fields[1]) == os.getpid():
-            found.append(int(entry))
-    return found
 
 
 def _last_error(answer: dict) -> str:

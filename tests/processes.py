@@ -9,31 +9,18 @@ import os
 import threading
 import time
 
+from autograder import proctree
+
 
 def _stat(pid: int):
     """(parent pid, start time) of ``pid``, or None when it is gone (or a zombie: it runs nothing)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] == "Z" else (int(fields[1]), int(fields[19]))
+    proc = proctree.read(pid)
+    return None if proc is None or proc.state == "Z" else (proc.ppid, proc.start)
 
 
 def descendants(root: int) -> set:
     """(pid, start time) of every living process below ``root``."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _stat(int(entry))
-            if st:
-                parents[int(entry)] = st
-    found, frontier = set(), {root}
-    while frontier:
-        children = {pid for pid, (ppid, _) in parents.items() if ppid in frontier}
-        found |= {(pid, parents.pop(pid)[1]) for pid in children}
-        frontier = children
-    return found
+    return {(pid, p.start) for pid, p in proctree.below(root).items() if p.state != "Z"}
 
 
 def command(pid: int) -> str:

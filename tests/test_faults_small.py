@@ -208,13 +208,13 @@ def test_the_speed_judge_times_again_before_it_fails(monkeypatch, seconds, passe
 
 
 def test_the_kernels_processor_time_is_read_from_proc_for_its_whole_tree():
-    """``execute.tree_cpu``: what a process and the processes below it spent, a grandchild's work included, while
+    """``proctree.cpu``: what a process and the processes below it spent, a grandchild's work included, while
     processes that only wait add nothing. The grandchild says when it is ready, works 0.6 s of processor time
     when told to, says so, then waits: no wall-clock guess, so a busy machine changes nothing."""
     import subprocess
     import sys
 
-    from autograder.execute import tree_cpu
+    from autograder.proctree import cpu as tree_cpu
     spin = ("import sys, time\nprint('ready', flush=True)\nsys.stdin.readline()\n"
             "end = time.process_time() + 0.6\nwhile time.process_time() < end: pass\n"
             "print('done', flush=True)\ntime.sleep(60)")
