@@ -35,42 +35,28 @@ for a person to review, with the judge and its exception named.
 The course's nbgrader_config.py puts it in place of nbgrader's Execute.
 """
 import asyncio
-import base64
 import hashlib
 import json
 import os
-import shutil
 import signal
-import tempfile
 from time import monotonic
 
-from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import CaselessStrEnum, Integer
+from traitlets import Integer
 
 from . import probe, proctree
+from .channel import DIED, HUNG, PROBE_REPLY_LIMIT, KernelStopped, SocketKernelManager, reply_of, request_code
 from .limits import Limits
+from .results import JUDGE_BROKE
 
-# The most a kernel may send back for one judge's request, in bytes (characters of ASCII JSON), all its
-# replies together. The kernel side answers each request once, with at most probe.MAX_BYTES (64 MiB); grading
-# the nine solution notebooks, the largest reply was 0.15 MiB (146 KiB, a judge of greedy_decode_cached), and
-# every request got one reply. A kernel that sends more is not answering honestly: the request fails, and
-# what it sent beyond the limit is dropped, not kept in the grader's memory.
-PROBE_REPLY_LIMIT = probe.MAX_BYTES
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the autograder package lies
-
-PROBE_CODE = "__import__('autograder.probe', fromlist=['serve']).serve(__import__('base64').b64decode('{}').decode())"
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
-class KernelStopped(Exception):
-    """The kernel died or stopped answering while a judge was talking to it."""
 
 
 class RemoteTransport:
@@ -87,26 +73,6 @@ class RemoteTransport:
         """Processor seconds used so far by the kernel and every process below its launcher, read by the grader
         from /proc (the kernel cannot change them), or None where they cannot be read."""
         return proctree.cpu(getattr(getattr(self.executor.km, "provisioner", None), "pid", None))
-
-
-class SocketKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel listens on Unix sockets (Jupyter's ``ipc`` transport), in a fresh
-    folder of its own, not on TCP ports of the host.
-
-    TCP ports on the host's loopback are reachable by every process on the machine, every other student's
-    kernel included. With Unix sockets the grading kernel needs no network at all, so the sandbox gives it
-    a network namespace of its own (``autograder.sandbox``)."""
-    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
-
-    def _ip_default(self) -> str:
-        if self.transport != "ipc":
-            return super()._ip_default()
-        return os.path.join(tempfile.mkdtemp(prefix="k", dir=os.environ.get("AUTOGRADER_SOCKETS") or None), "ipc")
-
-    def cleanup_ipc_files(self) -> None:
-        super().cleanup_ipc_files()
-        if self.transport == "ipc" and os.path.basename(self.ip) == "ipc":
-            shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
 
 
 class GuardedExecute(Execute):
@@ -181,15 +147,13 @@ class GuardedExecute(Execute):
         self._stopped = "the kernel died in an earlier cell"
         self._note(cell, "the kernel died in this cell (os._exit, a crash, or more memory than the "
                          "limit); the cells after it were not run")
-        cell.outputs.append(error_output("DeadKernelError", "the kernel died while running this cell "
-                                         "(os._exit, a crash, or more memory than the limit allows)"))
+        cell.outputs.append(error_output("DeadKernelError", DIED))
 
     def _unresponsive(self, cell) -> None:
         self._stopped = "the kernel stopped answering in an earlier cell"
         self._note(cell, "the kernel did not answer an interrupt after the time limit; it was stopped, "
                          "and the cells after it were not run")
-        cell.outputs.append(error_output("CellTimeoutError", "this cell ran past its time limit and did "
-                                         "not stop when interrupted"))
+        cell.outputs.append(error_output("CellTimeoutError", HUNG))
         self._kill_kernel()
 
     # -- judging ----------------------------------------------------------------------------------
@@ -204,8 +168,7 @@ class GuardedExecute(Execute):
         """Fail a graded cell because the grader broke (``what``), and flag it: the submission is not to blame."""
         self._note(cell, f"{what}: a fault in the grader's check, not necessarily in the submission; the cell "
                          f"scored 0 until a person reviews it", flag=True)
-        cell.outputs = [error_output("AssertionError", "the grader's check of this cell broke (not necessarily "
-                                                       "your code's fault): flagged for a person to review")]
+        cell.outputs = [error_output("AssertionError", JUDGE_BROKE)]
         return cell
 
     def _judge(self, cell, gid: str, index: int):
@@ -239,7 +202,7 @@ class GuardedExecute(Execute):
         """Send one request to the kernel and return its reply (see ``autograder.probe``). While it runs, the
         kernel may ask questions (a stand-in for one of the notebook's references, through the stdin channel):
         ``answer`` gives the reply to each."""
-        code = PROBE_CODE.format(base64.b64encode(text.encode()).decode("ascii"))
+        code = request_code(text)
         request = NotebookNode(cell_type="code", source=code, metadata={}, outputs=[], execution_count=None)
         cell = self.nb.cells[index]
         self._probing, self._probe_bytes = [], 0
@@ -254,17 +217,9 @@ class GuardedExecute(Execute):
         finally:
             replies, self._probing = self._probing, None
             self.nb.cells[index] = cell  # nbclient puts the cell it ran in the notebook: the test cell goes back
-        if self._probe_bytes > PROBE_REPLY_LIMIT:
-            raise _failure(f"the kernel's answer was larger than {PROBE_REPLY_LIMIT // 2**20} MiB")
-        for out in request.outputs:
-            if out.get("output_type") == "error":
-                if out.get("ename") == "CellTimeoutError":
-                    raise probe_timeout(self._get_timeout(None))
-                if not replies:
-                    raise _failure(f"the kernel could not answer ({out.get('ename')}: {str(out.get('evalue'))[:200]})")
-        if not replies:
-            raise _failure("the kernel sent no answer")
-        return replies[-1]
+        error = next(({"ename": o.get("ename"), "evalue": o.get("evalue")} for o in request.outputs
+                      if o.get("output_type") == "error"), None)
+        return reply_of(replies, self._probe_bytes, error, self._get_timeout(None))
 
     async def _async_probe_cell(self, request, index: int, answer) -> None:
         """Run a request cell with the stdin channel open, answering each input request with ``answer``."""
@@ -348,12 +303,3 @@ def _path(filename: str) -> str:
     """A file of the grader as 'autograder/checks/...py'; any other file as it is."""
     path = os.path.abspath(filename)
     return os.path.relpath(path, SOURCE) if path.startswith(os.path.join(SOURCE, "autograder") + os.sep) else filename
-
-
-def _failure(message: str):
-    from .checks import ProbeFailure
-    return ProbeFailure(message)
-
-
-def probe_timeout(seconds: int):
-    return _failure(f"the student's code ran past the time limit ({seconds} s) and was interrupted")

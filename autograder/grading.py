@@ -9,18 +9,15 @@ kernel started by ``autograder.sandbox``; whatever goes wrong in the grader is
 caught and reported as its fault. The runners, ``autograder.pool`` (this
 machine) and ``autograder.cluster`` (Dask), drive many of these at once.
 """
-import fcntl
 import functools
 import hashlib
 import json
 import os
-import re
 import select
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -28,16 +25,14 @@ from pathlib import Path
 
 import nbformat
 
-from . import cgroup, course, files, intake
+from . import course, files, intake, scratch
 from .bundle import student_view
 from .course import exercise_of
 from .limits import Limits
 from .nbgrader_run import make_course
-from .results import CellResult, NotebookResult
+from .results import CellResult, NotebookResult, failure_line
+from .sandbox_log import limit_notes, sandbox_state
 from .worker import MARK
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
 
 def _source_cells(assignment: str):
     """Solution cell ids and graded cells (id, points, manual?) of the source notebook."""
@@ -62,8 +57,7 @@ def _failure_messages(autograded: Path) -> dict:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and gid and gid not in messages:
-                text = ANSI.sub("", f"{out.get('ename', 'Error')}: {out.get('evalue', '')}")
-                messages[gid] = text.strip().splitlines()[0] if text.strip() else out.get("ename", "error")
+                messages[gid] = failure_line(out.get("ename", "Error"), out.get("evalue", ""))
             elif out.get("output_type") == "stream" and out.get("name") == "stderr" and gid and gid not in messages:
                 messages[gid] = "the cell wrote to stderr: " + out.get("text", "").strip()[:200]
     return messages
@@ -115,19 +109,14 @@ class Run:
     """A grading run: a scratch folder with a sandbox kernelspec, the student's view of the course for each
     assignment, and one course folder per worker.
 
-    The folder holds a lock for as long as the run's process lives: a run killed before it could clean up
-    leaves a folder whose lock is free, and the next run removes it (``_sweep``)."""
+    The folder (``autograder.scratch``) is removed by the next run when this one is killed before it can."""
 
     def __init__(self, assignments, jobs: int, limits: Limits, hide=(), threads: int | None = None):
-        _sweep()
-        self.dir = Path(tempfile.mkdtemp(prefix=PREFIX))
+        self._folder = scratch.Folder()
+        self.dir = self._folder.path
         self._lock = threading.Lock()
         self._processes, self.closed = {}, False
         try:
-            self._held = os.open(self.dir / "starting", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
-            fcntl.flock(self._held, fcntl.LOCK_EX)
-            os.rename(self.dir / "starting", self.dir / LOCK)  # a sweeping run sees the lock only once it is held
-            self.dir.chmod(0o711)  # a kernel running as a uid of its own must reach its view inside
             self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
             # PyTorch threads of each kernel: one share of the cores per worker, unless the caller knows better
             self.threads = threads or max(1, (os.cpu_count() or 1) // jobs)
@@ -177,10 +166,7 @@ class Run:
             procs = list(self._processes.values())
         for proc in procs:
             proc.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-        if getattr(self, "_held", None) is not None:
-            os.close(self._held)
-            self._held = None
+        self._folder.close()
 
     def grade(self, worker: Path, student: str, assignment: str, path: Path, hide=()):
         """(NotebookResult, the graded notebook's path or None) for one submission, in ``worker``'s folder;
@@ -211,7 +197,7 @@ class Run:
         answer = proc.autograde(assignment, sid, env, self.limits.notebook_timeout + 120)
         graded = worker / "autograded" / sid / assignment / f"{assignment}.ipynb"
         r = _read_results(worker, sid, assignment, graded)
-        r_sandbox, hits = _sandbox_state(log)
+        r_sandbox, hits = sandbox_state(log)
         if r is None:
             why = answer.get("log", "") + "\n" + answer.get("error", "")
             errors = [line for line in why.splitlines() if "ERROR" in line or "Error" in line]
@@ -275,24 +261,7 @@ def _release_cells(assignment: str) -> tuple:
         return ()
 
 
-PREFIX, LOCK = "autograder-", "run.lock"
-
-
-def _sweep() -> None:
-    """Remove the scratch folders of runs whose process is gone (killed before it could clean up)."""
-    base = Path(tempfile.gettempdir())
-    for folder in base.glob(PREFIX + "*"):
-        try:
-            fd = os.open(folder / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            continue  # not a run's folder, or not ours to remove
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # its run is alive
-        finally:
-            os.close(fd)
-        shutil.rmtree(folder, ignore_errors=True)
+PREFIX, LOCK = scratch.PREFIX, scratch.LOCK
 
 
 class Worker:
@@ -370,37 +339,6 @@ class Worker:
             pass
         self.proc.wait()
         self.answers.close()
-
-def _sandbox_state(log: Path) -> tuple[str, list]:
-    """Which protections the kernel ran under ('isolated', or 'limits only (why)'), and the limits of the
-    sandbox it reached ('memory', 'processes'), from the launcher's log (see autograder.sandbox)."""
-    try:
-        lines = files.read(log, 2**16).decode().splitlines()
-        log.unlink()
-        states = [json.loads(line) for line in lines]
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "unknown (the kernel did not start)", []
-    state = states[0] if states else {}
-    hits = [h for s in states[1:] for h in s.get("hits", [])]
-    group = cgroup.Group.reopen(state["cgroup"]) if state.get("cgroup") else None
-    if group is not None:  # the sandbox is gone by now: read which limits it reached, then remove its group
-        hits += group.hits()
-        group.remove()
-    if state.get("namespaces") and state.get("network"):
-        return "isolated", hits
-    if state.get("namespaces"):
-        return "isolated files, shared network (the kernel did not use Unix sockets)", hits
-    return "limits only" + (f" ({state['error']})" if state.get("error") else " (not Linux)"), hits
-
-
-def limit_notes(hits, limits: "Limits") -> list:
-    """What the report says of each sandbox limit a kernel reached."""
-    said = {"memory": f"the kernel and the processes it started reached their memory limit "
-                      f"({limits.memory // 2**20} MiB together) and were stopped",
-            "processes": f"the kernel and the processes it started reached their limit of {limits.pids} "
-                         f"processes and threads together; starting more failed"}
-    return [said[h] for h in dict.fromkeys(hits) if h in said]
-
 
 def progress_bar(total: int, progress: bool):
     """A bar on stderr that counts graded notebooks and shows the time left, or None."""

@@ -16,9 +16,22 @@ on. The grades, the report and the feedback are built from it.
 """
 import json
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# what a student reads on a graded cell whose judge broke (the grader's fault, flagged for a person)
+JUDGE_BROKE = "the grader's check of this cell broke (not necessarily your code's fault): flagged for a person to review"
+
+
+def failure_line(ename: str, evalue: str) -> str:
+    """A failing graded cell's message in the report, the feedback and the live check: the first line of its
+    error ('AssertionError: softmax(x, dim=0) should sum to 1 along dim 0 ...')."""
+    text = ANSI.sub("", f"{ename}: {evalue}").strip()
+    return text.splitlines()[0] if text else ename
 
 
 @dataclass

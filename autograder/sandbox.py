@@ -334,7 +334,7 @@ def main(argv) -> None:
     # root hands the kernel a uid of its own; another user's kernel keeps that user's uid
     uid = UID_BASE + os.getpid() if linux and os.geteuid() == 0 else None
     group = cgroup.Group.make(memory, pids) if linux and not os.environ.get("AUTOGRADER_NO_CGROUP") else None
-    # the grader reads which limits were reached from the group, and removes it (see grading._sandbox_state):
+    # the grader reads which limits were reached from the group, and removes it (see sandbox_log.sandbox_state):
     # the launcher itself is killed with its kernel when nbgrader is done
     state = {"namespaces": False, "network": False, "pid": os.getpid(), "uid": uid,
              "cgroup": group.data if group else None}
