@@ -54,6 +54,7 @@ MODES = ("full", "points", "off")  # what a check shows: messages and points, po
 MAX_REQUEST = 16 * 2**20  # bytes of one request (the history is cut to fit, oldest cells first, by the client)
 IDLE = float(os.environ.get("AUTOGRADER_LIVE_IDLE", 1800))
 SPARES = 1  # spare kernels kept per notebook
+NOTEBOOKS = 2  # notebooks that keep spares: the most recently checked (a spare holds about 250 MB)
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -161,24 +162,28 @@ class Spares:
     starts them all and lives as long as the service: a launcher dies with the thread that started it."""
 
     def __init__(self, make):
-        self.make, self.ready, self.failed = make, defaultdict(list), {}
+        self.make, self.ready, self.failed, self.recent = make, defaultdict(list), {}, []
         self.wanted, self.cond, self.closed = deque(), threading.Condition(), False
         threading.Thread(target=self._loop, daemon=True, name="spares").start()
 
     def want(self, aid: str) -> None:
         with self.cond:
+            self.recent = [a for a in self.recent if a != aid] + [aid]
+            old = [k for a in self.recent[:-NOTEBOOKS] for k in self.ready.pop(a, [])]
+            self.recent = self.recent[-NOTEBOOKS:]
             if len(self.ready[aid]) + self.wanted.count(aid) < SPARES:
                 self.wanted.append(aid)
                 self.cond.notify_all()
+        for k in old:
+            k.close()
 
     def take(self, aid: str, timeout: float):
         """A ready kernel for ``aid`` (one more is started at once for the next check)."""
         deadline = time.monotonic() + timeout
         with self.cond:
             self.failed.pop(aid, None)
-            if not self.ready[aid] and aid not in self.wanted:
-                self.wanted.append(aid)
-                self.cond.notify_all()
+        self.want(aid)
+        with self.cond:
             while not self.ready[aid]:
                 if aid in self.failed:
                     raise KernelStopped(f"the kernel did not start ({self.failed.pop(aid)})")

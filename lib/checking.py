@@ -167,10 +167,12 @@ class LocalService:
                 raise CheckUnavailable(f"no verdict within {timeout} s; run the check again") from None
 
     def _start(self) -> None:
+        """Start the service, detached: a shell starts it and exits, so it is no process of this kernel's (a
+        kernel that is restarted keeps it, and the kernel's own process tree stays the notebook's)."""
         root = Path(importlib.util.find_spec("autograder").origin).parent.parent
-        with open(self.path + ".log", "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "autograder.live", "serve", self.path], cwd=root,
-                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        subprocess.run(["sh", "-c", '"$0" -m autograder.live serve "$1" >>"$1.log" 2>&1 </dev/null &',
+                        sys.executable, self.path], cwd=root, start_new_session=True, check=False,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _exchange(path: str, request: dict, timeout: float) -> dict:

@@ -29,9 +29,9 @@ def softmax(x, dim=-1):
 
 
 class Served:
-    """The service as a student's kernel reaches it: a process of its own, on a Unix socket. It is not a
-    child of the test's (a shell starts it and exits): the in-process verdicts' process watch would see
-    its kernels at work below this process."""
+    """The service as a student's kernel reaches it: a process of its own, on a Unix socket, started the way
+    lib/checking.py starts it (detached: no child of this process, whose process watch in the in-process
+    verdicts would see its kernels at work)."""
 
     def __init__(self, path):
         self.path = str(path)
