@@ -101,6 +101,18 @@ def install_proxy() -> None:
             print(f"installing {PROXY} failed (attempt {attempt}): {e}")
 
 
+def environment(py: Path, environ, lab: bool = False) -> dict:
+    """The commands' environment: this .venv's programs first (what a notebook tells you to type in the lab's
+    terminal runs here). The lab is a student's (deploy/self-learner/): no instructor tools, and no Validate
+    button, whose nbgrader runs the hidden tests in your own kernel (the notebooks' check("...") cells judge
+    them outside it)."""
+    env = dict(environ, PATH=os.pathsep.join([str(py.parent), environ.get("PATH", "")]))
+    if lab:
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(ROOT / "deploy" / "self-learner")] + (
+            [environ["JUPYTER_CONFIG_PATH"]] if environ.get("JUPYTER_CONFIG_PATH") else []))
+    return env
+
+
 def main(argv) -> int:
     command = argv[1] if len(argv) > 1 else "help"
     if command not in ("setup", "lab", "test"):
@@ -111,7 +123,7 @@ def main(argv) -> int:
         install_system_packages()
     if command in ("setup", "test"):
         install_proxy()
-    env = dict(os.environ, PATH=os.pathsep.join([str(py.parent), os.environ.get("PATH", "")]))
+    env = environment(py, os.environ, lab=command == "lab")
     if command == "lab":
         return subprocess.call([str(py), "-m", "jupyter", "lab", "notebooks"] + argv[2:], cwd=ROOT, env=env)
     if command == "test":

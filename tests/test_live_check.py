@@ -4,6 +4,7 @@ outside the kernel (autograder/live.py, lib/checking.py).
 The catalogue's verdicts must be the ones grading gives (tests/test_mistakes.py ties the in-process verdicts
 to nbgrader's); a sample runs here, the whole catalogue with COURSE_FULL_CATALOGUE=1.
 """
+import importlib.util
 import json
 import os
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -237,3 +239,25 @@ def test_check_does_nothing_while_grading(monkeypatch, tmp_path, capsys):
     checking.checker(AID)("softmax")
     assert capsys.readouterr().out == ""
     assert not (tmp_path / "none.sock").exists()
+
+
+# --- the lab a student opens ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("folder", ["self-learner", "student"])
+def test_a_students_lab_shows_no_instructor_tools_and_no_validate_button(folder):
+    """course.py lab (deploy/self-learner/) and the class's servers (deploy/student/): nbgrader's formgrader,
+    Create Assignment and Validate (which runs the hidden tests in the student's own kernel, and passed a
+    notebook the grader takes points from) are switched off; the check cells take Validate's place."""
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(course.ROOT / "deploy" / folder))
+    if folder == "self-learner":  # what course.py lab runs JupyterLab with
+        spec = importlib.util.spec_from_file_location("course_script", course.ROOT / "course.py")
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+        env = script.environment(Path(sys.executable), dict(os.environ), lab=True)
+        assert env["PATH"].startswith(str(Path(sys.executable).parent))  # the lab's terminals run the course's python
+    listed = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"], env=env, capture_output=True,
+                            text=True, timeout=120)
+    disabled = listed.stdout + listed.stderr
+    disabled = disabled[disabled.index("Disabled extensions:"):]
+    for plugin in ("formgrader", "create-assignment", "validate-assignment"):
+        assert f"@jupyter/nbgrader:{plugin}" in disabled, (folder, plugin)
