@@ -53,7 +53,6 @@ from .sandbox_log import limit_notes, sandbox_state
 MODES = ("full", "points", "off")  # what a check shows: messages and points, points only, nothing
 MAX_REQUEST = 16 * 2**20  # bytes of one request (the history is cut to fit, oldest cells first, by the client)
 IDLE = float(os.environ.get("AUTOGRADER_LIVE_IDLE", 1800))
-SPARES = 1  # spare kernels kept per notebook
 NOTEBOOKS = 2  # notebooks that keep spares: the most recently checked (a spare holds about 250 MB)
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -158,20 +157,21 @@ def parts_of(aid: str, exercise: str) -> list:
 # --- the kernels ------------------------------------------------------------------------------
 
 class Spares:
-    """Sandboxed kernels started ahead of time, per notebook, with the notebook's imports done. One thread
-    starts them all and lives as long as the service: a launcher dies with the thread that started it."""
+    """Sandboxed kernels started ahead of time, per notebook, with the notebook's imports done. Threads that
+    live as long as the service start them: a launcher dies with the thread that started it."""
 
-    def __init__(self, make):
-        self.make, self.ready, self.failed, self.recent = make, defaultdict(list), {}, []
-        self.wanted, self.cond, self.closed = deque(), threading.Condition(), False
-        threading.Thread(target=self._loop, daemon=True, name="spares").start()
+    def __init__(self, make, count: int = 1):
+        self.make, self.count, self.ready, self.failed, self.recent = make, count, defaultdict(list), {}, []
+        self.wanted, self.making, self.cond, self.closed = deque(), [], threading.Condition(), False
+        for _ in range(count):  # ``count`` spares per notebook, started ``count`` at a time
+            threading.Thread(target=self._loop, daemon=True, name="spares").start()
 
     def want(self, aid: str) -> None:
         with self.cond:
             self.recent = [a for a in self.recent if a != aid] + [aid]
             old = [k for a in self.recent[:-NOTEBOOKS] for k in self.ready.pop(a, [])]
             self.recent = self.recent[-NOTEBOOKS:]
-            if len(self.ready[aid]) + self.wanted.count(aid) < SPARES:
+            if len(self.ready[aid]) + self.wanted.count(aid) + self.making.count(aid) < self.count:
                 self.wanted.append(aid)
                 self.cond.notify_all()
         for k in old:
@@ -202,21 +202,21 @@ class Spares:
                     self.cond.wait()
                 if self.closed:
                     return
-                aid = self.wanted[0]
+                aid = self.wanted.popleft()
+                self.making.append(aid)
             try:
-                kernel = self.make(aid)
+                kernel, failed = self.make(aid), None
             except Exception as e:  # noqa: BLE001 - said to the check that waits for it
-                with self.cond:
-                    self.wanted.popleft()
-                    self.failed[aid] = f"{type(e).__name__}: {e}"
-                    self.cond.notify_all()
-                continue
+                kernel, failed = None, f"{type(e).__name__}: {e}"
             with self.cond:
-                self.wanted.popleft()
-                if self.closed:
+                self.making.remove(aid)
+                if failed:
+                    self.failed[aid] = failed
+                elif self.closed:
                     kernel.close()
                     return
-                self.ready[aid].append(kernel)
+                else:
+                    self.ready[aid].append(kernel)
                 self.cond.notify_all()
 
     def close(self) -> None:
@@ -251,15 +251,17 @@ class Transport:
 class Service:
     """Judges exercises for the students' kernels (see the module's docstring)."""
 
-    def __init__(self, limits: Limits | None = None, modes: dict | None = None, threads: int = 1):
+    def __init__(self, limits: Limits | None = None, modes: dict | None = None, jobs: int = 1, threads: int = 1):
+        """``jobs`` checks are judged at once (and as many spare kernels kept per notebook); each kernel gets
+        ``threads`` PyTorch threads."""
         self.limits, self.modes, self.threads = limits or Limits(), dict(modes or {}), threads
         self.folder = scratch.Folder("live-")
         self.dir = self.folder.path
         (self.dir / "s").mkdir()
         (self.dir / "scratch").mkdir()
         self._views, self._lock = {}, threading.Lock()
-        self.judging = threading.Semaphore(1)  # one check at a time: each is short, and cores are few
-        self.spares = Spares(self._start)
+        self.judging = threading.Semaphore(jobs)
+        self.spares = Spares(self._start, jobs)
 
     def mode(self, aid: str) -> str:
         mode = self.modes.get(aid, self.modes.get("default", "full"))
@@ -398,6 +400,17 @@ def _stopped(e: KernelStopped) -> tuple:
     return _failed({HUNG: "CellTimeoutError", DIED: "DeadKernelError"}.get(text, "KernelStopped"), text)
 
 
+def modes_of(values) -> dict:
+    """``["off", "08_encoder_decoder=points"]`` -> {"default": "off", "08_encoder_decoder": "points"}."""
+    modes = {}
+    for value in values or ():
+        aid, _, mode = value.rpartition("=")
+        if mode not in MODES:
+            raise ValueError(f"--mode {value}: the mode is one of {', '.join(MODES)}")
+        modes[aid or "default"] = mode
+    return modes
+
+
 # --- the socket ------------------------------------------------------------------------------
 
 def handle(service: Service, line: bytes) -> dict:
@@ -493,7 +506,7 @@ def main(argv) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="answer checks on a Unix socket")
     p.add_argument("socket")
-    p.add_argument("--mode", choices=MODES, default="full")
+    p.add_argument("--mode", action="append", default=[], help="[NOTEBOOK=]full|points|off (default full)")
     p.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout, help="seconds per cell and per judge")
     p = sub.add_parser("ask", help="judge one exercise of a saved notebook, as check() in it would")
     p.add_argument("notebook", type=Path)
@@ -503,7 +516,7 @@ def main(argv) -> int:
     if args.command == "serve":
         import torch
         torch.set_num_threads(1)  # the judges' tensors are small; the cores are the students'
-        serve(args.socket, Service(Limits(cell_timeout=args.cell_timeout), modes={"default": args.mode}))
+        serve(args.socket, Service(Limits(cell_timeout=args.cell_timeout), modes=modes_of(args.mode)))
         return 0
     service = Service()
     try:

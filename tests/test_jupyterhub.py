@@ -34,7 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "local" / "jupyterhub_config.py"
 COURSE_ID = "transformers-from-scratch"
 AID = "01_self_attention"
-USERS = {"instructors": {"ines": "ines-secret"}, "students": {"ada": "ada-secret", "ben": "ben-secret"}}
+CLASS = [f"s{i:02d}" for i in range(30)]  # the class of the burst test
+USERS = {"instructors": {"ines": "ines-secret"},
+         "students": {"ada": "ada-secret", "ben": "ben-secret", **{name: f"{name}-secret" for name in CLASS}}}
 IN_CI = os.environ.get("CI") == "true"
 PROXY = (str(setup_script.proxy_command()) if setup_script.proxy_command().exists()
          else shutil.which("configurable-http-proxy"))
@@ -177,10 +179,10 @@ def hub(tmp_path_factory):
                    f"(npm install --prefix {setup_script.PROXY_DIR} {setup_script.PROXY})")
     state = tmp_path_factory.mktemp("hub")
     (state / "users.json").write_text(json.dumps(USERS))
-    port, api_port, hub_port, formgrader_port = free_ports(4)
+    port, api_port, hub_port, formgrader_port, check_port = free_ports(5)
     env = dict(os.environ, COURSE_HUB_STATE=str(state), COURSE_HUB_IP="127.0.0.1", COURSE_HUB_PORT=str(port),
                COURSE_HUB_API_PORT=str(api_port), COURSE_HUB_HUB_PORT=str(hub_port),
-               COURSE_FORMGRADER_PORT=str(formgrader_port), OMP_NUM_THREADS="1",
+               COURSE_FORMGRADER_PORT=str(formgrader_port), COURSE_CHECK_PORT=str(check_port), OMP_NUM_THREADS="1",
                PATH=os.pathsep.join([str(Path(PROXY).parent), str(Path(sys.executable).parent), os.environ["PATH"]]),
                JUPYTER_CONFIG_DIR=str(state / ".jupyter"), JUPYTER_RUNTIME_DIR=str(state / ".runtime"))
     log = state / "hub.log"
@@ -333,3 +335,120 @@ def test_student_logs_in_and_opens_the_notebook(hub, browser, tmp_path):
     expect(notebook).to_contain_text("YOUR CODE HERE")
     hub.tree.look()  # the notebook's kernel
     page.screenshot(path=tmp_path / "hub-notebook.png")
+
+
+# --- check("...") in a student's notebook, answered by the class's check service ----------------------
+
+WRONG_DIM = "def softmax(x, dim=-1):\n    e = (x - x.amax(dim=0, keepdim=True)).exp()\n    return e / e.sum(dim=0, keepdim=True)\n"
+
+
+def run_in_kernel(hub, name: str, kernel: str, code: str, timeout: float = 300) -> str:
+    """Run ``code`` in a kernel of ``name``'s server, over its websocket, as JupyterLab does; what it printed."""
+    import uuid
+
+    import websocket
+    ws = websocket.create_connection(f"{hub.url.replace('http', 'ws')}/user/{name}/api/kernels/{kernel}/channels",
+                                     header=[f"Authorization: {hub.token(name)['Authorization']}"], timeout=timeout)
+    try:
+        msg_id = uuid.uuid4().hex
+        ws.send(json.dumps({"channel": "shell", "parent_header": {}, "metadata": {}, "buffers": [],
+                            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": name,
+                                       "session": uuid.uuid4().hex, "version": "5.3"},
+                            "content": {"code": code, "silent": False, "store_history": True,
+                                        "user_expressions": {}, "allow_stdin": False}}))
+        printed = []
+        while True:
+            msg = json.loads(ws.recv())
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                printed.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                printed.append(f"{msg['content']['ename']}: {msg['content']['evalue']}")
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return "".join(printed)
+    finally:
+        ws.close()
+
+
+def solution(name: str) -> str:
+    return solution_sources(AID)[name]
+
+
+def test_check_in_a_students_notebook_asks_the_check_service(hub):
+    """A kernel of ada's server runs check("softmax"): the class's check service judges the code that kernel
+    last ran, as ada's, and the notebook shows the verdict."""
+    hub.start_servers("ada")
+    r = hub.api("POST", "/user/ada/api/kernels", "ada", json={"name": "python3"})
+    assert r.status_code == 201, r.text
+    kernel = r.json()["id"]
+    try:
+        assert run_in_kernel(hub, "ada", kernel, "import os\nprint(os.environ['AUTOGRADER_CHECK_URL'])").strip() \
+            == f"{hub.url}/services/check"
+        run_in_kernel(hub, "ada", kernel, f"from lib.checking import checker\ncheck = checker('{AID}')\n"
+                                          f"import torch\n" + WRONG_DIM)
+        shown = run_in_kernel(hub, "ada", kernel, 'check("softmax")')
+        assert shown.startswith("softmax: 0 / 3 points") and "along dim 0" in shown, shown
+        run_in_kernel(hub, "ada", kernel, solution("softmax"))  # edited and run again, not saved
+        shown = run_in_kernel(hub, "ada", kernel, 'check("softmax")')
+        assert shown.startswith("softmax: 3 / 3 points"), shown
+    finally:
+        hub.api("DELETE", f"/user/ada/api/kernels/{kernel}", "ada")
+    assert "ada 01_self_attention softmax: 3.0 / 3.0" in hub.log.read_text()  # judged as ada's
+
+
+def check_request(hub, name: str | None, history: list, headers: dict | None = None) -> requests.Response:
+    body = {"assignment": AID, "exercise": "softmax", "history": history, "student": "someone-else"}
+    return requests.post(f"{hub.url}/services/check/check", json=body, timeout=300,
+                         headers=headers if headers is not None else hub.token(name))
+
+
+def test_the_check_service_knows_who_asks_and_limits_each_student(hub):
+    right = ["import torch", solution("softmax")]
+    assert check_request(hub, None, right, headers={}).status_code == 403  # no token
+    session = hub.login("ben")
+    session.get(f"{hub.url}/hub/home", timeout=30)
+    xsrf = [c.value for c in session.cookies if c.name == "_xsrf"][-1]
+    r = session.post(f"{hub.url}/hub/api/users/ben/tokens", json={"scopes": ["users:activity!user"]},
+                     headers={"X-XSRFToken": xsrf}, timeout=30)
+    weak = {"Authorization": f"token {r.json()['token']}"}
+    assert check_request(hub, None, right, headers=weak).status_code == 403  # a token without the scope
+    # one check at a time per student: ada's second is refused while her first runs; ben's is not held up
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        slow = ["import torch", solution("softmax") + "\nimport time\ntime.sleep(3)"]  # the cell takes 3 s
+        first = pool.submit(check_request, hub, "ada", slow)
+        time.sleep(1)
+        second = pool.submit(check_request, hub, "ada", right)
+        other = pool.submit(check_request, hub, "ben", right)
+        answers = [first.result(), second.result(), other.result()]
+    assert answers[0].status_code == 200 and answers[0].json()["points"] == 3, answers[0].text
+    assert answers[1].status_code == 429 and "still running" in answers[1].json()["error"], answers[1].text
+    assert answers[2].status_code == 200 and answers[2].json()["points"] == 3, answers[2].text
+    log = hub.log.read_text()
+    assert "someone-else" not in log and "ben 01_self_attention softmax: 3.0 / 3.0" in log
+
+
+def test_a_class_sized_burst(hub):
+    """30 students check at once (on this machine's cores): every answer is right; the latency is printed."""
+    import concurrent.futures
+    right, wrong = ["import torch", solution("softmax")], ["import torch", WRONG_DIM]
+    for name in CLASS:
+        hub.token(name)  # logged in beforehand: the burst is the checks only
+
+    def one(i, name):
+        start = time.perf_counter()
+        r = check_request(hub, name, wrong if i % 2 else right)
+        return r, time.perf_counter() - start
+
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(len(CLASS)) as pool:
+        done = list(pool.map(lambda a: one(*a), enumerate(CLASS)))
+    wall = time.perf_counter() - start
+    for i, (r, _) in enumerate(done):
+        assert r.status_code == 200, r.text
+        assert r.json()["points"] == (0 if i % 2 else 3), r.text
+    seconds = sorted(t for _, t in done)
+    p95 = seconds[int(0.95 * (len(seconds) - 1) + 0.5)]
+    print(f"burst of {len(CLASS)} checks on {os.cpu_count()} cores: {wall:.1f} s in all, median "
+          f"{seconds[len(seconds) // 2]:.1f} s, p95 {p95:.1f} s, max {seconds[-1]:.1f} s")

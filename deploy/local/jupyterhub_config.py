@@ -1,4 +1,5 @@
-"""JupyterHub for the course on one machine: students' JupyterLab, nbgrader's exchange, the formgrader.
+"""JupyterHub for the course on one machine: students' JupyterLab, nbgrader's exchange, the formgrader, and
+the check service that answers the notebooks' check("...") cells.
 
     python3 course.py setup                  # the course, JupyterHub and its proxy (into .venv/node)
     mkdir hub && cat > hub/users.json        # {"instructors": {"ines": "PASSWORD"}, "students": {"sam": "..."}}
@@ -8,6 +9,8 @@ Then open http://127.0.0.1:8000. Students log in, fetch the assignments in the A
 submit. Instructors release and collect in the course folder, hub/course/ (`nbgrader release_assignment
 01_self_attention`, `nbgrader collect 01_self_attention`, run there), grade with `python -m autograder
 grade hub/course/submitted --out grades`, and open the formgrader at /services/transformers-from-scratch/.
+The check service (autograder/check_service.py, at /services/check/) holds the hidden tests; students'
+servers reach it with their own hub tokens.
 tests/test_jupyterhub.py runs exactly this, on free ports in a temporary folder.
 
 Everything lives in COURSE_HUB_STATE (default ./hub-state):
@@ -19,8 +22,10 @@ Everything lives in COURSE_HUB_STATE (default ./hub-state):
     jupyterhub.sqlite, jupyterhub_cookie_secret, proxy.pid
 
 Settings: COURSE_HUB_IP (127.0.0.1) and the ports COURSE_HUB_PORT (8000, the public one),
-COURSE_HUB_API_PORT (8001, the proxy's API), COURSE_HUB_HUB_PORT (8081, the hub itself) and
-COURSE_FORMGRADER_PORT (9999).
+COURSE_HUB_API_PORT (8001, the proxy's API), COURSE_HUB_HUB_PORT (8081, the hub itself),
+COURSE_FORMGRADER_PORT (9999) and COURSE_CHECK_PORT (10102). COURSE_CHECK_MODE is what a check shows: full
+(points and messages, the default), points or off, for every notebook, or per notebook
+("full 08_encoder_decoder=points").
 
 Every user's server runs as the Unix user that runs the hub (SimpleLocalProcessSpawner): fine for a
 trial or a test, not for a class whose students must not read each other's files. For that, make a
@@ -45,9 +50,10 @@ HERE = Path(__file__).resolve().parent
 DEPLOY = HERE.parent
 STATE = Path(os.environ.get("COURSE_HUB_STATE", "hub-state")).resolve()
 IP = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
-PORT, API_PORT, HUB_PORT, FORMGRADER_PORT = (int(os.environ.get(name, default)) for name, default in (
+PORT, API_PORT, HUB_PORT, FORMGRADER_PORT, CHECK_PORT = (int(os.environ.get(name, default)) for name, default in (
     ("COURSE_HUB_PORT", 8000), ("COURSE_HUB_API_PORT", 8001), ("COURSE_HUB_HUB_PORT", 8081),
-    ("COURSE_FORMGRADER_PORT", 9999)))
+    ("COURSE_FORMGRADER_PORT", 9999), ("COURSE_CHECK_PORT", 10102)))
+CHECK = "check"  # the check service's name: its URL is /services/check/
 EXCHANGE = STATE / "exchange"
 COURSE = STATE / "course"
 ROOT_FLAGS = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # Jupyter refuses root
@@ -103,7 +109,11 @@ c.Spawner.env_keep = ["PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "OM
 c.Spawner.environment = {
     "JUPYTER_CONFIG_PATH": str(DEPLOY / "student"),  # the exchange, no formgrader, no "create assignment"
     "COURSE_EXCHANGE": str(EXCHANGE),
+    # check("...") asks the check service, with the server's token (lib/checking.py)
+    "AUTOGRADER_CHECK_URL": f"http://{'127.0.0.1' if IP in ('0.0.0.0', '') else IP}:{PORT}/services/{CHECK}",
 }
+# a server's token may reach the check service (and what it could before: the server role's scopes)
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", f"access:services!service={CHECK}"]
 
 # The formgrader, for the instructors group only: a Jupyter server on the course folder, run by the hub
 c.JupyterHub.load_groups = {"instructors": {"users": sorted(USERS.get("instructors", {}))}}
@@ -112,6 +122,9 @@ c.JupyterHub.load_roles = [{
     "description": "open the course's formgrader",
     "groups": ["instructors"],
     "scopes": [f"access:services!service={COURSE_ID}"],
+}, {
+    "name": "user",  # every user: their own things (the default), and the check service
+    "scopes": ["self", f"access:services!service={CHECK}"],
 }]
 c.JupyterHub.services = [{
     "name": COURSE_ID,
@@ -125,6 +138,12 @@ c.JupyterHub.services = [{
     },
     "oauth_no_confirm": True,
     "display": True,
+}, {
+    "name": CHECK,
+    "url": f"http://127.0.0.1:{CHECK_PORT}",
+    "command": [sys.executable, "-m", "autograder.check_service", "--port", str(CHECK_PORT),
+                *(f"--mode={m}" for m in os.environ.get("COURSE_CHECK_MODE", "full").split())],
+    "environment": {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])},
 }]
 
 # The instructors' course folder and the exchange, made on the first start
