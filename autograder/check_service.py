@@ -8,7 +8,8 @@ This service, which the hub runs (``deploy/local/jupyterhub_config.py``, ``deplo
   request gives, and a token without the scope ``access:services!service=<this service>`` is refused;
 - lets each student have one check running and ``--rate`` checks a minute; more is answered 429 with the
   seconds to wait, so a student who floods it slows no one but themselves;
-- judges with ``live.Service`` (spare sandboxed kernels; the judges in this process), ``--jobs`` at once;
+- judges with ``live.Service`` (spare sandboxed kernels; the judges in this process), ``--jobs`` at once,
+  and refuses to start where kernels cannot be isolated (``sandbox.preflight``), as ``grade`` does;
 - logs one line per check: who, which exercise, the points, the seconds.
 
 What a check shows is the instructor's choice, per notebook: ``--mode full`` (points and messages, the
@@ -113,8 +114,15 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks judged at once")
     parser.add_argument("--rate", type=int, default=20, help="checks a student may ask for in a minute")
     parser.add_argument("--mode", action="append", default=[], help="[NOTEBOOK=]full|points|off (default full)")
+    parser.add_argument("--allow-unisolated", action="store_true",
+                        help="judge even where kernels cannot be isolated (students' code could then read the tests)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from .sandbox import preflight
+    why = preflight()
+    if why and not args.allow_unisolated:  # a kernel of the service's own uid could read the hidden tests
+        raise SystemExit(f"the check service needs kernels it can isolate, and cannot here: {why}. Run it where "
+                         f"namespaces are allowed (as grade needs), or pass --allow-unisolated to accept that.")
     import torch
     torch.set_num_threads(1)
     service = Service(Limits(), modes=modes_of(args.mode), jobs=args.jobs)

@@ -6,6 +6,7 @@ the course id, the exchange and the students' settings; the Dask examples grade 
 single-threaded worker and retry a lost one once. tests/test_jupyterhub.py runs deploy/local/.
 """
 import ast
+import json
 import re
 import shlex
 import shutil
@@ -144,8 +145,8 @@ def test_students_servers_get_the_student_settings():
 
 def test_the_formgrader_is_the_instructors_service():
     hub = values()["hub"]
-    (name,) = hub["services"]
-    assert name == COURSE_ID
+    name = COURSE_ID
+    assert set(hub["services"]) == {COURSE_ID, "check"}
     roles = [r for r in hub["loadRoles"].values() if SERVICE_SCOPE in r["scopes"]]
     assert [r["groups"] for r in roles] == [["instructors"]]
     assert "instructors" in hub["config"]["JupyterHub"]["load_groups"]
@@ -173,6 +174,35 @@ def test_the_formgrader_is_the_instructors_service():
     claims = {d["metadata"]["name"] for d in load("k8s/volumes.yaml")}
     assert {volumes["course"]["persistentVolumeClaim"]["claimName"],
             volumes["exchange"]["persistentVolumeClaim"]["claimName"]} <= claims
+
+
+def test_the_check_service_is_every_students_and_holds_the_tests():
+    """check("...") on the class's hub: the students' servers reach the check service (k8s/check.yaml) with
+    their own tokens; it runs as grader, who may read the course, with what a user namespace needs."""
+    v = values()
+    service = manifest("k8s/check.yaml", "Service")
+    url = f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}"
+    assert v["hub"]["services"]["check"]["url"] == url
+    assert v["singleuser"]["extraEnv"]["AUTOGRADER_CHECK_URL"] == url + "/services/check"
+    scope = "access:services!service=check"
+    assert scope in v["hub"]["loadRoles"]["user"]["scopes"] and "self" in v["hub"]["loadRoles"]["user"]["scopes"]
+    assert scope in v["hub"]["config"]["Spawner"]["server_token_scopes"]
+    (rule,) = v["singleuser"]["networkPolicy"]["egress"]
+    pod = manifest("k8s/check.yaml", "Deployment")["spec"]["template"]
+    assert rule["to"][0]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert rule["ports"][0]["port"] == service["spec"]["ports"][0]["port"]
+    assert pod["metadata"]["labels"]["hub.jupyter.org/network-access-hub"] == "true"
+    assert pod["spec"]["securityContext"]["runAsUser"] == 1001, "grader, who may read the course"
+    assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "Unconfined"}, "user namespaces"
+    (container,) = pod["spec"]["containers"]
+    variables = env(container)
+    assert variables["JUPYTERHUB_SERVICE_NAME"] == "check"
+    assert variables["JUPYTERHUB_SERVICE_PREFIX"] == "/services/check/"
+    assert json.loads(variables["JUPYTERHUB_OAUTH_ACCESS_SCOPES"]) == [scope]
+    token = next(e for e in container["env"] if e["name"] == "JUPYTERHUB_API_TOKEN")["valueFrom"]["secretKeyRef"]
+    assert token == {"name": "hub", "key": "hub.services.check.apiToken"}
+    port = container["command"][container["command"].index("--port") + 1]
+    assert int(port) == container["ports"][0]["containerPort"]
 
 
 def _files(root: Path) -> dict:
