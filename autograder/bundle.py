@@ -24,7 +24,9 @@ Install once, then open the notebooks:
     jupyter lab notebooks
 
 Fill in the cells marked `YOUR CODE HERE` and run the check cell below each one.
-Your instructor grades the notebooks with hidden tests as well.
+Your instructor grades the notebooks with hidden tests as well; the `check("...")`
+cell under each exercise asks for their verdict where your class has a check
+service, and says so where it has none.
 """
 
 STUDENT_PYPROJECT = """[build-system]

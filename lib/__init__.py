@@ -31,5 +31,6 @@ Support:
 - ``length_generalisation`` learned, sinusoidal and rotary positions beyond the training length (09)
 - ``plots``           attention heatmaps and other pictures
 - ``testing``         readable assertions used by the notebooks' checks
+- ``checking``        ``check("<exercise>")``: the hidden tests' verdict, asked from the notebook
 - ``guard``           marks the reference code, so graders can switch it off
 """
