@@ -324,7 +324,10 @@ class Service:
             return {"error": f"this kernel has not run a cell that defines {exercise}: run your {exercise} cell, "
                              f"then check again (the check judges the code your kernel last ran)"}
         with self.judging:
-            kernel = self.spares.take(aid, 180)
+            try:
+                kernel = self.spares.take(aid, 180)
+            except KernelStopped:  # a kernel that failed to start (a busy machine): the grader's fault, once
+                kernel = self.spares.take(aid, 180)
             try:
                 results, notes = self._judge(kernel, aid, parts, code)
             finally:
@@ -337,17 +340,22 @@ class Service:
         """[(grade_id, points, None or (message line, full message))] and notes, as grading would give them."""
         from . import checks
         results, notes, stopped = [], [], None
+        # the code runs within one cell's time, all of it together: a check holds a kernel and a judging slot
+        # for at most (1 + its graded parts) cell times, whatever the history holds
+        deadline = time.monotonic() + self.limits.cell_timeout
         for piece in code:
             if not piece.strip():
                 continue
+            left = deadline - time.monotonic()
             try:
-                out = kernel.run(piece, self.limits.cell_timeout)
+                out = kernel.run(piece, left) if left > 0 else None
             except KernelStopped as e:
                 stopped = _stopped(e)
                 break
-            if out.timed_out:
-                notes.append(f"a cell ran past the per-cell time limit ({self.limits.cell_timeout} s) and was "
-                             f"interrupted")
+            if out is None or out.timed_out:
+                notes.append(f"your cells ran past the time limit ({self.limits.cell_timeout} s for all of them) "
+                             f"and were interrupted; the cells after were not run")
+                break
         for gid, points in parts:
             if stopped is None:
                 try:
