@@ -100,6 +100,23 @@ class Outcome:
     timed_out: bool = False
 
 
+def within(fn, arg, seconds: float):
+    """``fn(arg)`` run in a thread of its own for at most ``seconds``: (finished, its result or None).
+    A request from the kernel may ask the grader to run one of the notebook's references on arguments the
+    kernel chose (``probe._stub``); a call too large to finish in the kernel's time is stopped with an
+    exception raised in its thread (at its next Python line: each PyTorch operation in it still finishes)."""
+    import ctypes
+    import threading
+    result = []
+    worker = threading.Thread(target=lambda: result.append(fn(arg)), daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0))
+    if worker.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(TimeoutError))
+        return False, None
+    return True, (result[0] if result else None)
+
+
 class SandboxedKernel:
     """A kernel started by ``autograder.sandbox`` (with the environment ``env`` says: its view, its limits)
     on Unix sockets in a folder under ``sockets``, driven with Jupyter's blocking client.
@@ -168,14 +185,20 @@ class SandboxedKernel:
                 raise KernelStopped(DIED)
             for sock in ready:
                 channel = channels[sock]
-                while channel.msg_ready():
+                # a kernel can send without end: drain at most a few hundred messages, then look at the clock
+                for _ in range(500):
+                    if not channel.msg_ready():
+                        break
                     msg = channel.get_msg(timeout=0)
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
                     kind, content = msg.get("msg_type"), msg.get("content", {})
                     if channel is self.kc.stdin_channel and kind == "input_request":
                         prompt = str(content.get("prompt", ""))
-                        self.kc.input(answer(prompt) if answer else probe.pack({"ok": False, "fault": "no answer"}, {}))
+                        finished, reply = within(answer, prompt, deadline - monotonic()) if answer else (True, None)
+                        if not finished:  # the grader's reference ran past the kernel's time: a time-out
+                            deadline = monotonic()
+                        self.kc.input(reply or probe.pack({"ok": False, "fault": "no answer"}, {}))
                     elif channel is self.kc.shell_channel and kind == "execute_reply":
                         replied = True
                     elif kind == "status" and content.get("execution_state") == "idle":

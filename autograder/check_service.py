@@ -96,7 +96,7 @@ def handlers(prefix: str, service: Service, limiter: Limiter, pool: ThreadPoolEx
                 answer = {"error": f"the check could not run ({type(e).__name__}); try again"}
             finally:
                 limiter.leave(who)
-            log.info("%s %s %s: %s / %s in %.1f s", who, aid, exercise, answer.get("points", "-"),
+            log.info("%s %r %r: %s / %s in %.1f s", who, aid, exercise, answer.get("points", "-"),
                      answer.get("max", "-"), time.monotonic() - start)
             self.finish(answer)
 
@@ -113,6 +113,8 @@ def main(argv=None) -> None:
     parser.add_argument("--ip", default="127.0.0.1")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks judged at once")
     parser.add_argument("--rate", type=int, default=20, help="checks a student may ask for in a minute")
+    parser.add_argument("--notebooks", type=int, default=4,
+                        help="notebooks that keep spare kernels ready: the ones last checked")
     parser.add_argument("--mode", action="append", default=[], help="[NOTEBOOK=]full|points|off (default full)")
     parser.add_argument("--allow-unisolated", action="store_true",
                         help="judge even where kernels cannot be isolated (students' code could then read the tests)")
@@ -125,7 +127,9 @@ def main(argv=None) -> None:
                          f"namespaces are allowed (as grade needs), or pass --allow-unisolated to accept that.")
     import torch
     torch.set_num_threads(1)
-    service = Service(Limits(), modes=modes_of(args.mode), jobs=args.jobs)
+    from .limits import cap_grader_memory
+    cap_grader_memory()  # the judges run references here, on arguments a kernel chose
+    service = Service(Limits(), modes=modes_of(args.mode), jobs=args.jobs, notebooks=args.notebooks)
     pool = ThreadPoolExecutor(args.jobs)
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/check/")
 

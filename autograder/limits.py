@@ -5,7 +5,20 @@ the Execute step in ``execute.py``) and the sandbox (``sandbox.py``) all take
 their defaults from ``Limits``; tests/test_limits.py fails when one of them
 states another.
 """
+import resource
 from dataclasses import dataclass
+
+# The grader's own processes (the grading workers, the check services) run the notebooks' references on
+# arguments a kernel chose: a request that would make them allocate without end fails with a MemoryError
+# (a failed, flagged check) instead of taking the machine.
+GRADER_MEMORY = 8 * 2**30
+
+
+def cap_grader_memory() -> None:
+    """Limit this grader process's address space to ``GRADER_MEMORY`` bytes."""
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (GRADER_MEMORY if hard == resource.RLIM_INFINITY
+                                            else min(GRADER_MEMORY, hard), hard))
 
 
 @dataclass

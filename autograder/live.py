@@ -49,11 +49,11 @@ from .course import exercise_of
 from .limits import Limits
 from .results import JUDGE_BROKE, failure_line
 from .sandbox_log import limit_notes, sandbox_state
+from .scan import suspicious
 
 MODES = ("full", "points", "off")  # what a check shows: messages and points, points only, nothing
 MAX_REQUEST = 16 * 2**20  # bytes of one request (the history is cut to fit, oldest cells first, by the client)
 IDLE = float(os.environ.get("AUTOGRADER_LIVE_IDLE", 1800))
-NOTEBOOKS = 2  # notebooks that keep spares: the most recently checked (a spare holds about 250 MB)
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -97,9 +97,21 @@ def definitions(code: str) -> str:
     tree, text = _parse(code)
     if tree is None:
         return ""
-    parts = [ast.get_source_segment(text, node) for node in tree.body
-             if isinstance(node, DEFINITIONS) or _constant(node)]
-    return "\n".join(p for p in parts if p)
+    lines = text.splitlines(keepends=True)
+    return "\n".join(_segment(lines, node) for node in tree.body if isinstance(node, DEFINITIONS) or _constant(node))
+
+
+def _segment(lines: list, node) -> str:
+    """A top-level statement's source (its decorators included), from the cell's lines: ast.get_source_segment
+    splits the whole cell again for each statement, which a cell of many thousand lines makes quadratic."""
+    decorators = getattr(node, "decorator_list", [])
+    first, start = (decorators[0].lineno, 0) if decorators else (node.lineno, node.col_offset)
+    part = lines[first - 1:node.end_lineno]
+    if not part:
+        return ""
+    if len(part) == 1:
+        return part[0][start:node.end_col_offset]
+    return "".join([part[0][start:], *part[1:-1], part[-1][:node.end_col_offset]])
 
 
 def needed_code(exercise: str, history: list) -> list | None:
@@ -160,8 +172,11 @@ class Spares:
     """Sandboxed kernels started ahead of time, per notebook, with the notebook's imports done. Threads that
     live as long as the service start them: a launcher dies with the thread that started it."""
 
-    def __init__(self, make, count: int = 1):
-        self.make, self.count, self.ready, self.failed, self.recent = make, count, defaultdict(list), {}, []
+    def __init__(self, make, count: int = 1, notebooks: int = 2):
+        """``count`` spares per notebook, for the ``notebooks`` most recently checked (a spare holds about
+        250 MB)."""
+        self.make, self.count, self.notebooks = make, count, notebooks
+        self.ready, self.failed, self.recent = defaultdict(list), {}, []
         self.wanted, self.making, self.cond, self.closed = deque(), [], threading.Condition(), False
         for _ in range(count):  # ``count`` spares per notebook, started ``count`` at a time
             threading.Thread(target=self._loop, daemon=True, name="spares").start()
@@ -169,8 +184,8 @@ class Spares:
     def want(self, aid: str) -> None:
         with self.cond:
             self.recent = [a for a in self.recent if a != aid] + [aid]
-            old = [k for a in self.recent[:-NOTEBOOKS] for k in self.ready.pop(a, [])]
-            self.recent = self.recent[-NOTEBOOKS:]
+            old = [k for a in self.recent[:-self.notebooks] for k in self.ready.pop(a, [])]
+            self.recent = self.recent[-self.notebooks:]
             if len(self.ready[aid]) + self.wanted.count(aid) + self.making.count(aid) < self.count:
                 self.wanted.append(aid)
                 self.cond.notify_all()
@@ -251,9 +266,10 @@ class Transport:
 class Service:
     """Judges exercises for the students' kernels (see the module's docstring)."""
 
-    def __init__(self, limits: Limits | None = None, modes: dict | None = None, jobs: int = 1, threads: int = 1):
-        """``jobs`` checks are judged at once (and as many spare kernels kept per notebook); each kernel gets
-        ``threads`` PyTorch threads."""
+    def __init__(self, limits: Limits | None = None, modes: dict | None = None, jobs: int = 1, threads: int = 1,
+                 notebooks: int = 2):
+        """``jobs`` checks are judged at once (and as many spare kernels kept for each of the ``notebooks``
+        notebooks last checked); each kernel gets ``threads`` PyTorch threads."""
         self.limits, self.modes, self.threads = limits or Limits(), dict(modes or {}), threads
         self.folder = scratch.Folder("live-")
         self.dir = self.folder.path
@@ -261,7 +277,7 @@ class Service:
         (self.dir / "scratch").mkdir()
         self._views, self._lock = {}, threading.Lock()
         self.judging = threading.Semaphore(jobs)
-        self.spares = Spares(self._start, jobs)
+        self.spares = Spares(self._start, jobs, notebooks)
 
     def mode(self, aid: str) -> str:
         mode = self.modes.get(aid, self.modes.get("default", "full"))
@@ -334,6 +350,7 @@ class Service:
                 kernel.close()
                 state, hits = sandbox_state(kernel.log)
         notes += limit_notes(hits, self.limits)
+        notes += [f"grading will flag this for a person to read: {why}" for piece in code for why in suspicious(piece)]
         return self._answer(aid, exercise, results, notes, state)
 
     def _judge(self, kernel, aid: str, parts: list, code: list):
@@ -439,7 +456,7 @@ def handle(service: Service, line: bytes) -> dict:
         return {"error": f"unknown request {op!r}"}
     except KernelStopped as e:
         return {"error": f"the check could not run: {e}"}
-    except (ValueError, TypeError, AttributeError) as e:
+    except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as e:
         return {"error": f"a request this service cannot read ({type(e).__name__})"}
 
 
@@ -523,6 +540,9 @@ def main(argv) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         import torch
+
+        from .limits import cap_grader_memory
+        cap_grader_memory()  # the judges run references here, on arguments a kernel chose
         torch.set_num_threads(1)  # the judges' tensors are small; the cores are the students'
         serve(args.socket, Service(Limits(cell_timeout=args.cell_timeout), modes=modes_of(args.mode)))
         return 0

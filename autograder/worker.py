@@ -22,11 +22,9 @@ import os
 import sys
 
 from autograder import proctree
+from autograder.limits import cap_grader_memory
 
 MARK = "@@result "
-# The judges run the notebook's references here, on arguments a kernel chose: a request that would make
-# them allocate without end fails with a MemoryError (a failed, flagged check) instead of taking the machine.
-MEMORY = 8 * 2**30
 
 
 def _warm_up() -> None:
@@ -61,14 +59,12 @@ def _last_error(answer: dict) -> str:
 
 
 def main(root: str) -> None:
-    import resource
     import threading
 
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
-    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY if hard == resource.RLIM_INFINITY else min(MEMORY, hard), hard))
+    cap_grader_memory()  # the judges run the notebook's references here, on arguments a kernel chose
     threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True).start()
     threading.Thread(target=_warm_up, daemon=True).start()
     os.chdir(root)

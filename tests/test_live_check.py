@@ -39,6 +39,14 @@ class Served:
         self.path = str(path)
         subprocess.run(["sh", "-c", '"$0" -m autograder.live serve "$1" --cell-timeout 10 >"$1.log" 2>&1 &',
                         sys.executable, self.path], cwd=course.ROOT, check=True)
+        deadline = time.monotonic() + 120
+        while True:  # up: else the first check would start a service of its own (lib/checking.py), not this one
+            try:
+                checking._exchange(self.path, {"op": "ping"}, 10)
+                break
+            except (OSError, checking.CheckUnavailable):
+                assert time.monotonic() < deadline, open(self.path + ".log").read()
+                time.sleep(0.2)
 
     def check(self, aid, exercise, history):
         return self.ask({"op": "check", "assignment": aid, "exercise": exercise, "history": history})
@@ -212,12 +220,67 @@ def test_slow_definitions_cannot_hold_the_service_past_one_cell_time(service):
     assert any("ran past the time limit (10 s for all of them)" in n for n in answer["notes"]), answer
 
 
+FLOOD = '''
+import time, hmac, hashlib
+def softmax(x, dim=-1):
+    return x
+_k = get_ipython().kernel
+_sock, _key = _k.iopub_thread.socket, _k.session.key
+_parent = _k.session.pack(_k.get_parent()["header"])
+_content = b'{"name": "stdout", "text": "x"}'
+_end, _i = time.time() + 40, 0
+while time.time() < _end:
+    _i += 1
+    h = b'{"msg_id": "%d", "msg_type": "stream", "username": "u", "session": "s", "version": "5.3"}' % _i
+    sig = hmac.new(_key, h + _parent + b"{}" + _content, hashlib.sha256).hexdigest().encode()
+    _sock.send_multipart([b"<IDS|MSG>", sig, h, _parent, b"{}", _content])
+'''
+
+
+def test_a_kernel_flooding_its_output_is_stopped_in_time(service):
+    """The red team's flood: signed messages sent straight on the kernel's output socket, faster than the
+    service reads them. The service looks at the clock between batches: the check ends near its 10 s."""
+    start = time.monotonic()
+    answer = service.check(AID, "softmax", ["import torch", FLOOD])
+    assert time.monotonic() - start < 30, answer
+    assert answer["points"] == 0, answer
+
+
+def test_a_reference_run_for_the_kernel_stops_at_the_kernel_s_time(service):
+    """The red team's other hold: a later exercise may call the notebook's earlier references, which run in
+    the service, on arguments it picks (here train_bpe on 20000 words, 2000 merges: minutes). The call is
+    stopped at the judge's time, and the check ends near it."""
+    slow = ('''
+import random
+def bpe_tokenize(word, merges):
+    rnd = random.Random(0)
+    corpus = " ".join("".join(rnd.choice("abcdefghij") for _ in range(8)) for _ in range(20000))
+    train_bpe(corpus, 2000)
+    return []
+''')
+    start = time.monotonic()
+    answer = service.check("07_bpe", "bpe_tokenize", history("07_bpe", {"bpe_tokenize": slow}))
+    assert time.monotonic() - start < 25 * len(answer.get("parts", [1])), answer
+    assert answer["points"] == 0 and "time limit" in json.dumps(answer), answer
+
+
+def test_code_grading_would_flag_is_flagged_in_the_check(service):
+    """The red team lifted the ban on torch.softmax (lib.guard.trusted): the kernel cannot tell, so the check
+    gives the points, as grading would, and says, as grading's report does, that a person will read it."""
+    lifted = "import torch\nfrom lib.guard import trusted\nsoftmax = trusted(lambda x, dim=-1: torch.softmax(x, dim))\n"
+    answer = service.check(AID, "softmax", history(AID, {"softmax": lifted}))
+    assert any("flag this for a person" in n for n in answer["notes"]), answer
+
+
 @pytest.mark.parametrize("request_line", [
     b"not json\n",
     b'{"op": "check", "assignment": "01_self_attention", "exercise": "softmax", "history": "import os"}\n',
     b'{"op": "check", "assignment": {"a": 1}, "exercise": ["softmax"], "history": [1, 2]}\n',
     b'{"op": "../../judges"}\n',
     b"[]\n",
+    b"[" * 100000 + b"\n",  # too deep for the JSON parser
+    b'{"op": "check", "assignment": "01_self_attention", "exercise": "softmax", "history": ["'
+    + b"-" * 500000 + b'"]}\n',  # too deep for Python's parser
 ])
 def test_crafted_requests_get_an_error_and_nothing_else(service, request_line):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
