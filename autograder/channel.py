@@ -189,10 +189,15 @@ class SandboxedKernel:
                 for _ in range(500):
                     if not channel.msg_ready():
                         break
-                    msg = channel.get_msg(timeout=0)
-                    if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    try:
+                        msg = channel.get_msg(timeout=0)
+                    except (ValueError, KeyError, TypeError, IndexError):
+                        continue  # a message the kernel forged or cut short: dropped
+                    if not isinstance(msg.get("parent_header"), dict) or msg["parent_header"].get("msg_id") != msg_id:
                         continue
-                    kind, content = msg.get("msg_type"), msg.get("content", {})
+                    kind, content = msg.get("msg_type"), msg.get("content")
+                    if not isinstance(content, dict):
+                        continue
                     if channel is self.kc.stdin_channel and kind == "input_request":
                         prompt = str(content.get("prompt", ""))
                         finished, reply = within(answer, prompt, deadline - monotonic()) if answer else (True, None)

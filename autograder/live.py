@@ -444,11 +444,14 @@ def handle(service: Service, line: bytes) -> dict:
         request = json.loads(line)
         op = request.get("op") if isinstance(request, dict) else None
         aid = str(request.get("assignment", "")) if op else ""
+        exercise, history = str(request.get("exercise", "")) if op else "", request.get("history") if op else None
+    except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as e:
+        return {"error": f"a request this service cannot read ({type(e).__name__})"}
+    try:
         if op == "check":
-            history = request.get("history")
             if not isinstance(history, list):
                 return {"error": "the request has no history"}
-            return service.check(aid, str(request.get("exercise", "")), history)
+            return service.check(aid, exercise, history)
         if op == "warm":
             return service.warm(aid)
         if op == "ping":
@@ -456,8 +459,11 @@ def handle(service: Service, line: bytes) -> dict:
         return {"error": f"unknown request {op!r}"}
     except KernelStopped as e:
         return {"error": f"the check could not run: {e}"}
-    except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as e:
-        return {"error": f"a request this service cannot read ({type(e).__name__})"}
+    except (RecursionError, MemoryError) as e:  # a cell too deep or too large for Python's parser
+        return {"error": f"the code sent could not be read ({type(e).__name__})"}
+    except Exception as e:  # noqa: BLE001 - the service's own fault: said, logged, and the service goes on
+        traceback.print_exc()
+        return {"error": f"the check could not run ({type(e).__name__}: {e}); run it again"}
 
 
 def serve(path: str, service: Service | None = None) -> None:

@@ -243,7 +243,7 @@ def test_a_kernel_flooding_its_output_is_stopped_in_time(service):
     start = time.monotonic()
     answer = service.check(AID, "softmax", ["import torch", FLOOD])
     assert time.monotonic() - start < 30, answer
-    assert answer["points"] == 0, answer
+    assert answer.get("points") == 0, answer
 
 
 def test_a_reference_run_for_the_kernel_stops_at_the_kernel_s_time(service):
