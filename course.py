@@ -6,8 +6,8 @@
     python3 course.py setup   only set up: a virtual environment in .venv with everything installed
                               (and JupyterHub's proxy in .venv/node, when npm is here)
 
-Set COURSE_TORCH to choose another PyTorch, for example
-COURSE_TORCH="torch --index-url https://download.pytorch.org/whl/cpu" for a CPU-only build.
+Set COURSE_TORCH to choose another build of the pinned PyTorch (constraints.txt), for example
+COURSE_TORCH="torch --index-url https://download.pytorch.org/whl/cpu" for the CPU-only one.
 """
 import hashlib
 import os
@@ -19,10 +19,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-# What gets installed, in order: the PyTorch release the course is tested with
-# (pip picks the build for your machine), then the course itself.
-# environment.yml installs exactly the same list (a test checks it).
-PIP_STEPS = [["torch==2.13.0"], ["-e", ".[dev]"]]
+# What gets installed, in order: PyTorch (pip picks the build for your machine), then the course itself,
+# each at the version constraints.txt pins, the one the course is tested with. environment.yml installs
+# exactly the same list (a test checks it).
+CONSTRAINTS = ["-c", "constraints.txt"]
+PIP_STEPS = [["torch"], ["-e", ".[dev]"]]
 # JupyterHub's proxy, from the npm registry, for the hub tests (tests/test_jupyterhub.py) and
 # deploy/local/: installed into .venv/node (git-ignored). 4.6.3 asks for Node 10 or newer, so it also
 # runs on Debian 12's nodejs 18, which `apt-get install npm` brings (5.x asks for Node 20).
@@ -45,11 +46,12 @@ def setup() -> Path:
         venv.create(VENV, with_pip=True)
     steps = [os.environ["COURSE_TORCH"].split()] + PIP_STEPS[1:] if os.environ.get("COURSE_TORCH") else PIP_STEPS
     stamp = VENV / ".course-installed"
-    wanted = hashlib.sha256(((ROOT / "pyproject.toml").read_bytes() + repr(steps).encode())).hexdigest()
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + (ROOT / "constraints.txt").read_bytes()
+                            + repr(steps).encode()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
         return python()
     for step in steps:
-        sh(python(), "-m", "pip", "install", "--disable-pip-version-check", *step, cwd=ROOT)
+        sh(python(), "-m", "pip", "install", "--disable-pip-version-check", *CONSTRAINTS, *step, cwd=ROOT)
     stamp.write_text(wanted)
     return python()
 
@@ -113,6 +115,15 @@ def environment(py: Path, environ, lab: bool = False) -> dict:
     return env
 
 
+def lab_flags(given) -> list:
+    """JupyterLab refuses to start as root without --allow-root: pass it there (a container or a cloud machine
+    often runs as root), and say so once."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in given:
+        print("running as root: JupyterLab is started with --allow-root")
+        return ["--allow-root"]
+    return []
+
+
 def main(argv) -> int:
     command = argv[1] if len(argv) > 1 else "help"
     if command not in ("setup", "lab", "test"):
@@ -125,7 +136,8 @@ def main(argv) -> int:
         install_proxy()
     env = environment(py, os.environ, lab=command == "lab")
     if command == "lab":
-        return subprocess.call([str(py), "-m", "jupyter", "lab", "notebooks"] + argv[2:], cwd=ROOT, env=env)
+        return subprocess.call([str(py), "-m", "jupyter", "lab", "notebooks", *lab_flags(argv[2:])] + argv[2:],
+                               cwd=ROOT, env=env)
     if command == "test":
         return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=15"] + argv[2:], cwd=ROOT, env=env)
     return 0

@@ -1,7 +1,6 @@
 """Command line: python -m autograder {release,check,grade,bundle}."""
 import argparse
 import hashlib
-import os
 import signal
 import sys
 from pathlib import Path
@@ -10,7 +9,7 @@ from . import course, intake
 from .bundle import bundle
 from .cluster import ClusterError
 from .grading import zero_result
-from .limits import Limits
+from .settings import Limits, default_jobs
 from .runner import check_notebook, grade_many
 from .fingerprint import fingerprint, version
 from .release import release
@@ -276,16 +275,16 @@ def main(argv=None) -> int:
     p.set_defaults(run=cmd_release)
     p = sub.add_parser("check", help="grade a notebook, or every notebook in a folder, hidden tests included")
     p.add_argument("notebook", help="a notebook, or a folder such as notebooks/")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
+    p.add_argument("--jobs", type=int, default=default_jobs(), help="notebooks graded at once (default: cores)")
     p.add_argument("--assignment", help="assignment id, when the file and folder names do not tell")
     p.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("grade", help="grade a folder laid out like nbgrader's submitted/")
     p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
     p.add_argument("--out", required=True, help="folder for grades.csv and the autograded notebooks")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: cores)")
+    p.add_argument("--jobs", type=int, default=default_jobs(), help="notebooks graded at once (default: cores)")
     p.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
-    limits = Limits()  # the defaults, stated in autograder/limits.py
+    limits = Limits()  # the defaults, stated in autograder/settings.py
     p.add_argument("--cell-timeout", type=int, default=limits.cell_timeout,
                    help=f"seconds per cell (default {limits.cell_timeout})")
     p.add_argument("--notebook-timeout", type=int, default=limits.notebook_timeout,

@@ -17,10 +17,13 @@ OWNER = {module: aid for aid, modules in course.REFERENCE_MODULES.items() for mo
 
 STUDENT_README = """# Transformers from scratch: notebooks {first} to {last}
 
-Install once, then open the notebooks:
+Install once (PyTorch at the version the course is tested with, pinned in constraints.txt; pip picks
+the build for your machine, which on Linux is a CUDA build of a few GB), then open the notebooks:
 
     python3 -m venv .venv && . .venv/bin/activate
-    pip install -e .
+    pip install -c constraints.txt torch    # or, CPU only and much smaller:
+                                            # pip install -c constraints.txt torch --index-url https://download.pytorch.org/whl/cpu
+    pip install -c constraints.txt -e .
     jupyter lab notebooks
 
 Fill in the cells marked `YOUR CODE HERE` and run the check cell below each one.
@@ -137,6 +140,7 @@ def bundle(upto: str, out: Path) -> list[str]:
     files = {f"notebooks/{a}/{a}.ipynb": course.release_notebook(a).read_bytes() for a in chosen}
     files |= {f"lib/{m}.py": (LIB / f"{m}.py").read_bytes() for m in lib_modules_for(last)}
     files["README.md"] = STUDENT_README.format(first=chosen[0], last=last).encode()
+    files["constraints.txt"] = (course.ROOT / "constraints.txt").read_bytes()
     version = pyproject()["project"]["version"]
     deps = "[" + ", ".join(f'"{d}"' for d in _student_dependencies()) + "]"
     files["pyproject.toml"] = STUDENT_PYPROJECT.format(version=version, dependencies=deps).encode()

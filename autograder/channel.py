@@ -22,7 +22,7 @@ from time import monotonic
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import CaselessStrEnum
 
-from . import probe, proctree
+from . import probe, proctree, settings
 
 # The most a kernel may send back for one judge's request, in bytes (characters of ASCII JSON), all its
 # replies together. The kernel side answers each request once, with at most probe.MAX_BYTES (64 MiB); grading
@@ -82,7 +82,7 @@ class SocketKernelManager(AsyncKernelManager):
     def _ip_default(self) -> str:
         if self.transport != "ipc":
             return super()._ip_default()
-        return os.path.join(tempfile.mkdtemp(prefix="k", dir=os.environ.get("AUTOGRADER_SOCKETS") or None), "ipc")
+        return os.path.join(tempfile.mkdtemp(prefix="k", dir=os.environ.get(settings.SOCKETS) or None), "ipc")
 
     def cleanup_ipc_files(self) -> None:
         super().cleanup_ipc_files()

@@ -1,7 +1,7 @@
 """A class's check service on JupyterHub: ``check("...")`` in a student's notebook, judged by the instructor's judges.
 
 A student's server on the hub holds no hidden tests. Its ``check`` (``lib/checking.py``) posts the notebook's
-id, the exercise and the kernel's history to ``$AUTOGRADER_CHECK_URL/check``, with the server's own hub token.
+id, the exercise and the kernel's history to ``$CHECK_URL/check`` (``settings.CHECK_URL``), with the server's own hub token.
 This service, which the hub runs (``deploy/local/jupyterhub_config.py``, ``deploy/k8s/``):
 
 - asks the hub whose token it is (``HubAuth``): a check is judged as the token's owner, never as a name the
@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tornado import web
 
-from .limits import Limits
+from . import settings
+from .settings import Limits, default_jobs
 from .live import MAX_REQUEST, Service, modes_of
 
 log = logging.getLogger("autograder.check_service")
@@ -109,13 +110,15 @@ def handlers(prefix: str, service: Service, limiter: Limiter, pool: ThreadPoolEx
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m autograder.check_service", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=10102)
+    defaults = settings.Service()  # stated in autograder/settings.py
+    parser.add_argument("--port", type=int, default=defaults.port)
     parser.add_argument("--ip", default="127.0.0.1")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks judged at once")
-    parser.add_argument("--rate", type=int, default=20, help="checks a student may ask for in a minute")
-    parser.add_argument("--notebooks", type=int, default=4,
-                        help="notebooks that keep spare kernels ready: the ones last checked")
-    parser.add_argument("--mode", action="append", default=[], help="[NOTEBOOK=]full|points|off (default full)")
+    parser.add_argument("--jobs", type=int, default=default_jobs(), help="checks judged at once (default: cores)")
+    parser.add_argument("--rate", type=int, default=defaults.rate,
+                        help=f"checks a student may ask for in a minute (default {defaults.rate})")
+    parser.add_argument("--notebooks", type=int, default=defaults.notebooks,
+                        help=f"notebooks that keep spare kernels ready: the ones last checked (default {defaults.notebooks})")
+    parser.add_argument("--mode", action="append", default=[], help=f"[NOTEBOOK=]full|points|off (default {defaults.mode})")
     parser.add_argument("--allow-unisolated", action="store_true",
                         help="judge even where kernels cannot be isolated (students' code could then read the tests)")
     args = parser.parse_args(argv)
@@ -127,7 +130,7 @@ def main(argv=None) -> None:
                          f"namespaces are allowed (as grade needs), or pass --allow-unisolated to accept that.")
     import torch
     torch.set_num_threads(1)
-    from .limits import cap_grader_memory
+    from .settings import cap_grader_memory
     cap_grader_memory()  # the judges run references here, on arguments a kernel chose
     service = Service(Limits(), modes=modes_of(args.mode), jobs=args.jobs, notebooks=args.notebooks)
     pool = ThreadPoolExecutor(args.jobs)
@@ -137,7 +140,7 @@ def main(argv=None) -> None:
         app = web.Application(handlers(prefix, service, Limiter(args.rate), pool))
         app.listen(args.port, args.ip, max_body_size=MAX_REQUEST)
         log.info("checks on http://%s:%s%s (%s at once, %s a minute per student, modes %s)", args.ip, args.port,
-                 prefix, args.jobs, args.rate, service.modes or "full")
+                 prefix, args.jobs, args.rate, service.modes or defaults.mode)
         await asyncio.Event().wait()
 
     try:

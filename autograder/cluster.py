@@ -36,12 +36,12 @@ from pathlib import Path
 
 from . import files, intake
 from .fingerprint import differences, fingerprint, version
-from .limits import Limits
+from .settings import Cluster, Limits
 from .grading import Run, grade_once, grader_failed, keep_graded, progress_bar, zero_result
 from .results import as_dict, from_dict
 
-POLL = 2.0  # seconds between looks at the cluster while waiting for results
-STALL = 600  # seconds with no matching worker at all before the remaining notebooks are given up
+POLL = Cluster.poll  # the defaults, stated in autograder/settings.py
+STALL = Cluster.stall
 
 
 class WrongCourse(RuntimeError):
@@ -56,7 +56,7 @@ class ClusterError(RuntimeError):
 
 _pools: dict = {}
 _pools_lock = threading.Lock()
-IDLE = 300  # seconds a pool of grading processes is kept with nothing to grade
+IDLE = Cluster.pool_idle
 
 
 class _Pool:

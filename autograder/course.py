@@ -1,6 +1,7 @@
 """Where the course lives and which assignments it has."""
 import os
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(os.environ.get("COURSE_ROOT", Path(__file__).resolve().parent.parent))
@@ -22,6 +23,13 @@ REFERENCE_MODULES = {
     "08_encoder_decoder": ("decoder", "transformer"),
     "09_long_sequences": ("local_attention", "linformer", "rotary", "kv_cache"),
 }
+
+
+def python_first(environ=None) -> str:
+    """``PATH`` with this Python's folder first, so that the ``jupyter``, nbgrader and kernels a grader or a
+    lab starts are this environment's."""
+    environ = os.environ if environ is None else environ
+    return os.pathsep.join([str(Path(sys.executable).parent), environ.get("PATH", "")])
 
 
 def assignments() -> list[str]:

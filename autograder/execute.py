@@ -23,7 +23,7 @@ time or on the output it keeps. This step runs the cells one by one and:
   score 0), and the cells before keep their points;
 - keeps at most ``output_limit`` bytes of output per cell;
 - writes what happened (``notes``, some of them ``flag``-ged for a person
-  to review) to the JSON file named by the ``AUTOGRADER_NOTES`` environment
+  to review) to the JSON file named by the ``settings.NOTES`` environment
   variable, for the grading report.
 
 A graded cell with no judge in ``autograder.checks`` (one an instructor
@@ -47,9 +47,9 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
-from . import probe, proctree
+from . import probe, proctree, settings
 from .channel import DIED, HUNG, PROBE_REPLY_LIMIT, KernelStopped, SocketKernelManager, reply_of, request_code
-from .limits import Limits
+from .settings import Limits
 from .results import JUDGE_BROKE
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the autograder package lies
@@ -93,7 +93,7 @@ class GuardedExecute(Execute):
         try:
             return super().preprocess(nb, resources, retries)
         finally:
-            path = os.environ.get("AUTOGRADER_NOTES")
+            path = os.environ.get(settings.NOTES)
             if path:
                 with open(path, "w") as f:
                     json.dump(self._notes, f)

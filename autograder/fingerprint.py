@@ -14,6 +14,12 @@ SOURCES = ("lib/**/*.py", "autograder/**/*.py", "autograder/nbgrader_config.py",
            "solutions/*/*.ipynb", "notebooks/*/*.ipynb")
 PACKAGES = ("torch", "nbgrader", "numpy", "safetensors")
 
+def package_version(name: str) -> str:
+    """An installed package's release, without the build's local label: the image's ``2.13.0+cpu`` and
+    ``course.py``'s ``2.13.0`` (a CUDA build) are the same PyTorch code, and grade alike."""
+    return importlib.metadata.version(name).split("+")[0]
+
+
 @functools.lru_cache(maxsize=None)
 def fingerprint() -> tuple:
     """What grading depends on here, as sorted (name, value) pairs: each course file's hash, package versions."""
@@ -25,7 +31,7 @@ def fingerprint() -> tuple:
     found["python"] = "%d.%d" % sys.version_info[:2]
     for name in PACKAGES:
         try:
-            found[name] = importlib.metadata.version(name)
+            found[name] = package_version(name)
         except importlib.metadata.PackageNotFoundError:
             found[name] = "not installed"
     return tuple(sorted(found.items()))

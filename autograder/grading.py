@@ -25,10 +25,10 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, files, intake, scratch
+from . import course, files, intake, scratch, settings
 from .bundle import student_view
 from .course import exercise_of
-from .limits import Limits
+from .settings import Limits
 from .nbgrader_run import make_course
 from .results import CellResult, NotebookResult, failure_line
 from .sandbox_log import limit_notes, sandbox_state
@@ -119,7 +119,7 @@ class Run:
         try:
             self.limits, self.hide = limits, [str(Path(h).resolve()) for h in hide]
             # PyTorch threads of each kernel: one share of the cores per worker, unless the caller knows better
-            self.threads = threads or max(1, (os.cpu_count() or 1) // jobs)
+            self.threads = threads or max(1, settings.default_jobs() // jobs)
             spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
             spec.mkdir(parents=True)
             (spec / "kernel.json").write_text(json.dumps({
@@ -149,12 +149,8 @@ class Run:
             if proc is not None:
                 proc.stop()  # it may be running still, only not ready
             env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
-                       AUTOGRADER_MEMORY=str(self.limits.memory),
-                       AUTOGRADER_PIDS=str(self.limits.pids), AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb),
-                       AUTOGRADER_SCRATCH_DIR=str(self.dir / "scratch"), AUTOGRADER_SOCKETS=str(self.dir / "s"),
-                       OMP_NUM_THREADS=str(self.threads),
-                       MPLBACKEND="module://autograder.nodisplay",
-                       PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+                       **{settings.SOCKETS: str(self.dir / "s")}, OMP_NUM_THREADS=str(self.threads),
+                       MPLBACKEND="module://autograder.nodisplay", PATH=course.python_first())
             proc = self._processes[worker] = Worker(worker, env)
         proc.wait_ready()  # outside the lock: close() can stop it meanwhile
         return proc
@@ -184,9 +180,10 @@ class Run:
         (worker / "notes.json").unlink(missing_ok=True)
         log = worker / f"sandbox-{uuid.uuid4().hex}.log"
         view = self.views[assignment]
-        env = {"AUTOGRADER_HIDE": os.pathsep.join([str(self.dir), *self.hide, *map(str, hide)]),
-               "AUTOGRADER_NOTES": str(worker / "notes.json"), "AUTOGRADER_SANDBOX_LOG": str(log),
-               "AUTOGRADER_VIEW": str(view), "AUTOGRADER_KEEP": str(course.release_notebook(assignment).parent)}
+        env = settings.Sandbox.of(self.limits, view=str(view), keep=[course.release_notebook(assignment).parent],
+                                  hide=[self.dir, *self.hide, *hide], scratch_dir=self.dir / "scratch",
+                                  log=log).environ()
+        env[settings.NOTES] = str(worker / "notes.json")
         proc = self.process(worker)
         if not proc.ready:
             raise WorkerLost("the grading process did not start")
@@ -271,7 +268,7 @@ class Worker:
         answers, write = os.pipe()  # the worker's answers come on a pipe of their own (see autograder.worker)
         try:
             self.proc = subprocess.Popen([sys.executable, "-m", "autograder.worker", str(root)], cwd=root,
-                                         env=dict(env, AUTOGRADER_ANSWER_FD=str(write)), pass_fds=(write,),
+                                         env=dict(env, **{settings.ANSWER_FD: str(write)}), pass_fds=(write,),
                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
         except BaseException:

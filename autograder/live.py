@@ -25,7 +25,7 @@ the code ran in is thrown away after each check.
 
 The service listens on a Unix socket (one JSON line in, one out) in a folder
 that only its user may open; the first ``checker(...)`` of a notebook starts
-it, and it ends after ``AUTOGRADER_LIVE_IDLE`` seconds (default 1800) without
+it, and it ends after ``settings.Service.idle`` seconds (``settings.LIVE_IDLE`` overrides) without
 a request.
 
     python -m autograder.live serve SOCKET          the service (lib/checking.py starts it)
@@ -43,17 +43,17 @@ from collections import defaultdict, deque
 from functools import lru_cache
 from pathlib import Path
 
-from . import course, scratch
+from . import course, scratch, settings
 from .channel import DIED, HUNG, KernelStopped, SandboxedKernel, probe_timeout, reply_of, request_code
 from .course import exercise_of
-from .limits import Limits
+from .settings import Limits
 from .results import JUDGE_BROKE, failure_line
 from .sandbox_log import limit_notes, sandbox_state
 from .scan import suspicious
 
 MODES = ("full", "points", "off")  # what a check shows: messages and points, points only, nothing
 MAX_REQUEST = 16 * 2**20  # bytes of one request (the history is cut to fit, oldest cells first, by the client)
-IDLE = float(os.environ.get("AUTOGRADER_LIVE_IDLE", 1800))
+IDLE = settings.live_idle()
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -267,7 +267,7 @@ class Service:
     """Judges exercises for the students' kernels (see the module's docstring)."""
 
     def __init__(self, limits: Limits | None = None, modes: dict | None = None, jobs: int = 1, threads: int = 1,
-                 notebooks: int = 2):
+                 notebooks: int = settings.Service.own_notebooks):
         """``jobs`` checks are judged at once (and as many spare kernels kept for each of the ``notebooks``
         notebooks last checked); each kernel gets ``threads`` PyTorch threads."""
         self.limits, self.modes, self.threads = limits or Limits(), dict(modes or {}), threads
@@ -280,8 +280,8 @@ class Service:
         self.spares = Spares(self._start, jobs, notebooks)
 
     def mode(self, aid: str) -> str:
-        mode = self.modes.get(aid, self.modes.get("default", "full"))
-        return mode if mode in MODES else "full"
+        mode = self.modes.get(aid, self.modes.get("default", settings.Service.mode))
+        return mode if mode in MODES else settings.Service.mode
 
     def _view(self, aid: str) -> Path:
         from .bundle import student_view
@@ -293,13 +293,11 @@ class Service:
     def _start(self, aid: str) -> SandboxedKernel:
         """A sandboxed kernel for ``aid``, its imports done."""
         log = self.dir / f"sandbox-{os.urandom(8).hex()}.log"
-        env = dict(os.environ, AUTOGRADER_VIEW=str(self._view(aid)),
-                   AUTOGRADER_KEEP=str(course.release_notebook(aid).parent), AUTOGRADER_HIDE=str(self.dir),
-                   AUTOGRADER_MEMORY=str(self.limits.memory), AUTOGRADER_PIDS=str(self.limits.pids),
-                   AUTOGRADER_SCRATCH_MB=str(self.limits.scratch_mb), AUTOGRADER_SCRATCH_DIR=str(self.dir / "scratch"),
-                   AUTOGRADER_SANDBOX_LOG=str(log), OMP_NUM_THREADS=str(self.threads),
-                   MPLBACKEND="module://autograder.nodisplay", NBGRADER_EXECUTION="autograde",
-                   PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        env = dict(os.environ, **settings.Sandbox.of(
+                       self.limits, view=str(self._view(aid)), keep=[course.release_notebook(aid).parent],
+                       hide=[self.dir], scratch_dir=self.dir / "scratch", log=log).environ(),
+                   OMP_NUM_THREADS=str(self.threads), MPLBACKEND="module://autograder.nodisplay",
+                   NBGRADER_EXECUTION="autograde", PATH=course.python_first())
         kernel = SandboxedKernel(env, str(course.release_notebook(aid).parent), str(self.dir / "s"))
         kernel.log = log
         try:
@@ -537,7 +535,8 @@ def main(argv) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="answer checks on a Unix socket")
     p.add_argument("socket")
-    p.add_argument("--mode", action="append", default=[], help="[NOTEBOOK=]full|points|off (default full)")
+    p.add_argument("--mode", action="append", default=[],
+                   help=f"[NOTEBOOK=]full|points|off (default {settings.Service.mode})")
     p.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout, help="seconds per cell and per judge")
     p = sub.add_parser("ask", help="judge one exercise of a saved notebook, as check() in it would")
     p.add_argument("notebook", type=Path)
@@ -547,7 +546,7 @@ def main(argv) -> int:
     if args.command == "serve":
         import torch
 
-        from .limits import cap_grader_memory
+        from .settings import cap_grader_memory
         cap_grader_memory()  # the judges run references here, on arguments a kernel chose
         torch.set_num_threads(1)  # the judges' tensors are small; the cores are the students'
         serve(args.socket, Service(Limits(cell_timeout=args.cell_timeout), modes=modes_of(args.mode)))

@@ -20,7 +20,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Each cell's time (autograder/limits.py: 60 s; nbgrader's default is 30 s).
-from autograder.limits import Limits  # noqa: E402
+from autograder.settings import Limits  # noqa: E402
 
 c.Execute.timeout = Limits.cell_timeout
 c.Execute.interrupt_on_timeout = True

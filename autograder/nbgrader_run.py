@@ -15,7 +15,7 @@ from . import course
 def make_course(root: Path, assignment_ids, limits=None) -> Path:
     """A course folder at ``root`` whose solutions/ holds the given assignments.
 
-    With ``limits`` (an ``autograder.limits.Limits``), nbgrader runs the
+    With ``limits`` (an ``autograder.settings.Limits``), nbgrader runs the
     notebooks in the sandboxed kernel with those time and output limits.
     """
     root.mkdir(parents=True, exist_ok=True)
@@ -38,7 +38,7 @@ def nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess
     """Run ``nbgrader ARGS`` in course folder ``root``; raise with its log if it fails."""
     # nbgrader runs the `alembic` command by name: put this Python's scripts first on PATH,
     # so that it is found even when the virtual environment is not activated.
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env = dict(os.environ, PATH=course.python_first())
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True,
                           text=True, timeout=timeout, env=env)
     if proc.returncode != 0:

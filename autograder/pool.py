@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from .grading import Closed, Run, grade_once, keep_graded, progress_bar
-from .limits import Limits
+from .settings import Limits
 
 
 def grade_on_this_machine(submissions, jobs: int, keep: Path | None, limits: Limits, progress: bool, hide=(), on_result=None):

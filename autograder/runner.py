@@ -9,7 +9,7 @@ KeyboardInterrupt.
 from pathlib import Path
 
 from . import course
-from .limits import Limits
+from .settings import Limits
 from .pool import grade_on_this_machine
 from .results import NotebookResult
 

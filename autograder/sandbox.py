@@ -5,11 +5,11 @@ launcher (the grading kernelspec runs ``python -m autograder.sandbox -f
 CONNECTION_FILE ...``). Before it becomes the kernel it:
 
 - points Python at the *view* the grader prepared for this notebook
-  (``AUTOGRADER_VIEW``): ``lib/`` with the references of earlier notebooks
+  (``Sandbox.view``): ``lib/`` with the references of earlier notebooks
   only (what ``bundle --upto`` ships) and the kernel side of the grader
   (``autograder/probe.py``), nothing of the hidden tests;
 - makes a control group for the kernel and everything it will start
-  (``autograder.cgroup``): ``AUTOGRADER_MEMORY`` bytes and ``AUTOGRADER_PIDS``
+  (``autograder.cgroup``): ``Sandbox.memory`` bytes and ``Sandbox.pids``
   processes and threads, counted together;
 - on Linux, moves into new mount, PID, IPC, UTS and network namespaces (as
   root directly; where root lacks CAP_SYS_ADMIN, as in a container, or as
@@ -21,13 +21,13 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
     very sockets, so no kernel can see another's sockets or any service of
     the host, nor make the grader connect anywhere else,
   * the kernel's folder is a fresh, small, writable file system of its own
-    (``AUTOGRADER_SCRATCH_MB``): nothing it writes or links there reaches the
+    (``Sandbox.scratch_mb``): nothing it writes or links there reaches the
     grader, which writes its outputs elsewhere,
   * every top-level folder of the host but the system's own (/usr, /etc, ...)
     is covered by an empty read-only folder (/root, /home, /opt, /var, /run,
     ...), as are the course (wherever ``COURSE_ROOT`` points), the grader's
-    folders and every path in ``AUTOGRADER_HIDE`` (gradebooks, other students'
-    submissions, the output folder); only the paths in ``AUTOGRADER_KEEP``
+    folders and every path in ``Sandbox.hide`` (gradebooks, other students'
+    submissions, the output folder); only the paths in ``Sandbox.keep``
     (the view, the release notebook) and Python itself come back, read-only,
   * every other file system, /sys included, is read-only; /tmp is a fresh,
     small one,
@@ -42,15 +42,15 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
   grader's stays open, so nothing the kernel writes can pass for the grading
   worker's answers.
 
-Where no control group can be made (or ``AUTOGRADER_NO_CGROUP`` is set, as a
+Where no control group can be made (or ``settings.NO_CGROUP`` is set, as a
 test does), the process count falls back to
 ``RLIMIT_NPROC`` of the kernel's own uid (a uid of its own, or a user
 namespace of its own, counts this sandbox alone) and memory to the launcher
 adding up the resident memory of the sandbox's processes every 0.2 s. Where no
 namespace can be had (off Linux, user namespaces switched off, or
-``AUTOGRADER_NO_NAMESPACES`` set, as a test does) only the limits and the view
+``settings.NO_NAMESPACES`` set, as a test does) only the limits and the view
 apply, the kernel starts in an empty folder of its own, and ``grade`` refuses
-to run unless told to accept that (``preflight``). ``AUTOGRADER_SANDBOX_LOG``
+to run unless told to accept that (``preflight``). ``Sandbox.log``
 records which protections were in force, and the report says so.
 """
 import ctypes
@@ -63,8 +63,7 @@ import sys
 import tempfile
 import time
 
-from autograder import cgroup, course
-from autograder.limits import Limits
+from autograder import cgroup, course, settings
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x20000000, 0x10000000
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
@@ -318,13 +317,10 @@ def _forward_signals(child: int) -> None:
 
 def main(argv) -> None:
     parent = os.getppid()
-    hide = [p for p in os.environ.get("AUTOGRADER_HIDE", "").split(os.pathsep) if p]
-    keep = [p for p in os.environ.get("AUTOGRADER_KEEP", "").split(os.pathsep) if p]
-    view = os.environ.get("AUTOGRADER_VIEW", "")
-    memory = int(os.environ.get("AUTOGRADER_MEMORY", "0") or 0)
-    pids = int(os.environ.get("AUTOGRADER_PIDS", "0") or 0) or Limits.pids
-    scratch = int(os.environ.get("AUTOGRADER_SCRATCH_MB", "0") or 0 or Limits.scratch_mb) * 2**20
-    log = _open_log(os.environ.get("AUTOGRADER_SANDBOX_LOG"))
+    told = settings.Sandbox.from_environ(os.environ)
+    hide, keep, view, memory, pids = told.hide, told.keep, told.view, told.memory, told.pids
+    scratch = told.scratch_mb * 2**20
+    log = _open_log(told.log)
     workdir = os.path.realpath(os.getcwd())
     env = kernel_environment(os.environ)
     if view:  # the kernel imports lib/ and autograder.probe from the view, before anything installed
@@ -333,7 +329,7 @@ def main(argv) -> None:
     linux = sys.platform.startswith("linux")
     # root hands the kernel a uid of its own; another user's kernel keeps that user's uid
     uid = UID_BASE + os.getpid() if linux and os.geteuid() == 0 else None
-    group = cgroup.Group.make(memory, pids) if linux and not os.environ.get("AUTOGRADER_NO_CGROUP") else None
+    group = cgroup.Group.make(memory, pids) if linux and not settings.switched_off(settings.NO_CGROUP) else None
     # the grader reads which limits were reached from the group, and removes it (see sandbox_log.sandbox_state):
     # the launcher itself is killed with its kernel when nbgrader is done
     state = {"namespaces": False, "network": False, "pid": os.getpid(), "uid": uid,
@@ -343,8 +339,8 @@ def main(argv) -> None:
     # their folder, opened now: it is under /tmp, which the kernel's mount namespace replaces
     socket_dir = os.open(os.path.dirname(sockets[0]), os.O_PATH | os.O_DIRECTORY) if sockets else None
     isolated = False
-    if os.environ.get("AUTOGRADER_NO_NAMESPACES"):
-        state["error"] = "namespaces switched off by AUTOGRADER_NO_NAMESPACES"
+    if settings.switched_off(settings.NO_NAMESPACES):
+        state["error"] = f"namespaces switched off by {settings.NO_NAMESPACES}"
     elif linux:
         try:
             fonts = _matplotlib_cache()
@@ -392,7 +388,7 @@ def main(argv) -> None:
     _write_log(log, state, close=True)
     if group is not None:
         group.add(os.getpid())
-    folder, private = (tempfile.mkdtemp(prefix=p, dir=os.environ.get("AUTOGRADER_SCRATCH_DIR") or None)
+    folder, private = (tempfile.mkdtemp(prefix=p, dir=told.scratch_dir or None)
                        for p in ("kernel-", "home-"))
     argv = _private_connection(argv, connection, private)
     with open(argv[argv.index("-f") + 1], "w") as f:  # a copy the kernel's uid can read
@@ -531,8 +527,8 @@ def preflight() -> str:
 
 
 def _preflight() -> int:
-    if os.environ.get("AUTOGRADER_NO_NAMESPACES"):
-        print("namespaces switched off by AUTOGRADER_NO_NAMESPACES")
+    if settings.switched_off(settings.NO_NAMESPACES):
+        print(f"namespaces switched off by {settings.NO_NAMESPACES}")
         return 1
     if not sys.platform.startswith("linux"):
         print(f"no namespaces on {sys.platform}: only per-process limits can be applied")

@@ -1,11 +1,11 @@
 """What the sandbox's launcher (``autograder.sandbox``) wrote of a kernel it ran: which protections were in
 force, and which limits the kernel reached. The launcher writes one JSON line when the kernel starts and one
-when it ends, to the file named by ``AUTOGRADER_SANDBOX_LOG``; grading and the live check read it here."""
+when it ends, to the file named by ``settings.Sandbox.log``; grading and the live check read it here."""
 import json
 from pathlib import Path
 
 from . import cgroup, files
-from .limits import Limits
+from .settings import Limits
 
 
 def sandbox_state(log: Path) -> tuple[str, list]:

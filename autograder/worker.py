@@ -10,7 +10,7 @@ says which it could not release, and why):
 sets the environment (read by the sandboxed kernel and the Execute step), runs
 nbgrader's own autograde for that student, and answers with one line
 ``@@result {"success": ..., "log": ...}``, on a pipe of its own (the
-descriptor named by ``AUTOGRADER_ANSWER_FD``), never on its standard output:
+descriptor named by ``settings.ANSWER_FD``), never on its standard output:
 the kernels nbgrader starts inherit no descriptor of the worker's, and nothing
 a kernel writes anywhere can pass for an answer. The grader kills and
 replaces a worker that does not answer in time.
@@ -22,7 +22,8 @@ import os
 import sys
 
 from autograder import proctree
-from autograder.limits import cap_grader_memory
+from autograder import settings
+from autograder.settings import cap_grader_memory
 
 MARK = "@@result "
 
@@ -70,7 +71,7 @@ def main(root: str) -> None:
     os.chdir(root)
     config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
     api = NbGraderAPI(config=config)
-    fd = int(os.environ.pop("AUTOGRADER_ANSWER_FD"))
+    fd = int(os.environ.pop(settings.ANSWER_FD))
     os.set_inheritable(fd, False)  # no process the worker starts gets it
     out = os.fdopen(fd, "w")
     failed = {}  # an assignment that cannot be released fails its own submissions, not the others'

@@ -76,7 +76,7 @@ def stock(subs, root: Path) -> dict:
         shutil.copy(path, target / f"{aid}.ipynb")
     (root / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'bench'\nc.Execute.timeout = 60\n")
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env = dict(os.environ, PATH=course.python_first())
     run = lambda *a: subprocess.run([sys.executable, "-m", "nbgrader", *a], cwd=root, env=env,  # noqa: E731
                                     capture_output=True, text=True, check=True)
     run("generate_assignment", "*", "--force")

@@ -1,4 +1,4 @@
-"""How long each notebook takes, as a student runs it and as the grader checks it: the README's table.
+"""How long each notebook takes, as a student runs it and as the grader checks it: the table in docs/benchmarks.md.
 
 For every solution notebook, in one run on this machine:
 
@@ -8,7 +8,7 @@ For every solution notebook, in one run on this machine:
   work (the experiments run their short versions under the grader).
 
 It prints a Markdown table with the machine it was measured on, ready to paste
-into the README. ``--busy N`` runs N CPU-bound processes beside it, as on a
+into docs/benchmarks.md. ``--busy N`` runs N CPU-bound processes beside it, as on a
 student's busy laptop.
 
     .venv/bin/python benchmarks/bench_notebooks.py [--busy 2] [--only 06_residual_layernorm ...]

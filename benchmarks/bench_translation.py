@@ -31,7 +31,7 @@ import sys
 
 import nbformat
 
-from bench_notebooks import busy, machine, top_to_bottom  # the same runs and busy processes as the README's table
+from bench_notebooks import busy, machine, top_to_bottom  # the same runs and busy processes as docs/benchmarks.md's table
 
 BLEU_BAR, EXACT_BAR, IDLE_SECONDS_BAR = 90.0, 80.0, 240.0
 

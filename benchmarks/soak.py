@@ -2,7 +2,7 @@
 
 Grades N submissions of notebook 01 (default 200), a share of them hostile or broken (default 10 %),
 with ``python -m autograder grade SUBMITTED --out OUT --jobs 2`` and its default limits. Notebook 01
-is the one to use: it is the quickest of the nine under ``check`` in the README's table (14 s), and
+is the one to use: it is the quickest of the nine under ``check`` in docs/benchmarks.md's table (14 s), and
 the notebook tests/hostile_cases.py attacks.
 
 The class, in nbgrader's layout ``<student>/01_self_attention/01_self_attention.ipynb``:

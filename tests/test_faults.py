@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from autograder import course, grading
-from autograder.limits import Limits
+from autograder.settings import Limits
 from autograder.runner import grade_many
 from autograder.sandbox import UID_BASE
 from tests.hostile_cases import AID, FULL, SOL, WRONG_SOFTMAX

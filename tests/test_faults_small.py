@@ -19,7 +19,7 @@ import pytest
 
 from autograder import __main__ as cli, cluster, grading
 from autograder.grading import zero_result
-from autograder.limits import Limits
+from autograder.settings import Limits
 from autograder.results import NotebookResult, Store
 
 AID = "01_self_attention"

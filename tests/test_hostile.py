@@ -14,7 +14,7 @@ import pytest
 
 from autograder import course, intake
 from autograder.__main__ import grade_class
-from autograder.limits import Limits
+from autograder.settings import Limits
 from autograder.scan import suspicious
 from tests.hostile_cases import (AID, FORGERY, FULL, HIDDEN_TEXT, HOSTILE, MALFORMED, REFUSED_IDS, SPECIAL_IDS)
 from tests.processes import Watch

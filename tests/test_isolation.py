@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from autograder.__main__ import grade_class
-from autograder.limits import Limits
+from autograder.settings import Limits
 from tests.hostile_cases import AID, FULL, SOL
 from tests.processes import Watch
 from tests.test_hostile import per_exercise

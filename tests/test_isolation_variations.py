@@ -20,7 +20,7 @@ import pytest
 
 from autograder import course
 from autograder.__main__ import grade_class
-from autograder.limits import Limits
+from autograder.settings import Limits
 from tests.hostile_cases import AID, FULL, SOL
 from tests.test_hostile import per_exercise
 from tests.submissions import make_submission

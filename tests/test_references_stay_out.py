@@ -22,7 +22,7 @@ import pytest
 from autograder import course
 from autograder.__main__ import grade_class
 from autograder.bundle import LIB, lib_modules_for
-from autograder.limits import Limits
+from autograder.settings import Limits
 from tests.submissions import make_submission, solution_sources
 
 SPY = r'''

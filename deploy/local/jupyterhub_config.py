@@ -43,6 +43,8 @@ from jupyterhub.auth import Authenticator
 from jupyterhub.spawner import SimpleLocalProcessSpawner
 from traitlets import Dict
 
+from autograder import course, settings
+
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
 
 COURSE_ID = "transformers-from-scratch"  # nbgrader's course id, and the formgrader service's name
@@ -52,7 +54,7 @@ STATE = Path(os.environ.get("COURSE_HUB_STATE", "hub-state")).resolve()
 IP = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
 PORT, API_PORT, HUB_PORT, FORMGRADER_PORT, CHECK_PORT = (int(os.environ.get(name, default)) for name, default in (
     ("COURSE_HUB_PORT", 8000), ("COURSE_HUB_API_PORT", 8001), ("COURSE_HUB_HUB_PORT", 8081),
-    ("COURSE_FORMGRADER_PORT", 9999), ("COURSE_CHECK_PORT", 10102)))
+    ("COURSE_FORMGRADER_PORT", 9999), ("COURSE_CHECK_PORT", settings.Service.port)))
 CHECK = "check"  # the check service's name: its URL is /services/check/
 EXCHANGE = STATE / "exchange"
 COURSE = STATE / "course"
@@ -134,7 +136,7 @@ c.JupyterHub.services = [{
     "environment": {
         "JUPYTERHUB_DEFAULT_URL": "/formgrader",
         # nbgrader runs `alembic` from PATH when it opens the gradebook: this environment's scripts first
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PATH": course.python_first(),
     },
     "oauth_no_confirm": True,
     "display": True,
@@ -143,13 +145,12 @@ c.JupyterHub.services = [{
     "url": f"http://127.0.0.1:{CHECK_PORT}",
     "command": [sys.executable, "-m", "autograder.check_service", "--port", str(CHECK_PORT),
                 *(f"--mode={m}" for m in os.environ.get("COURSE_CHECK_MODE", "full").split())],
-    "environment": {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])},
+    "environment": {"PATH": course.python_first()},
 }]
 
 # The instructors' course folder and the exchange, made on the first start
 EXCHANGE.mkdir(exist_ok=True)
 if not COURSE.exists():
-    from autograder import course
     from autograder.nbgrader_run import make_course
 
     partial = STATE / "course.partial"  # made aside, then renamed: the folder appears complete
