@@ -2,7 +2,9 @@
 """Set up and run the course; needs nothing but Python 3.10 or newer.
 
     python3 course.py lab     set up (the first time) and open the notebooks in JupyterLab
-    python3 course.py test    set up (the first time) and run the whole test suite
+    python3 course.py test    set up (the first time) and run the whole test suite (what CI runs)
+    python3 course.py test --quick   only the quick tier: the library, the judges in this process, the
+                              channel, settings, docs and release (about a minute)
     python3 course.py setup   only set up: a virtual environment in .venv with everything installed
                               (and JupyterHub's proxy in .venv/node, when npm is here)
 
@@ -130,16 +132,20 @@ def main(argv) -> int:
         print(__doc__)
         return 0 if command in ("help", "-h", "--help") else 2
     py = setup()
-    if command == "test":
+    quick = command == "test" and "--quick" in argv[2:]
+    if command == "test" and not quick:
         install_system_packages()
-    if command in ("setup", "test"):
+    if command == "setup" or command == "test" and not quick:
         install_proxy()
     env = environment(py, os.environ, lab=command == "lab")
     if command == "lab":
         return subprocess.call([str(py), "-m", "jupyter", "lab", "notebooks", *lab_flags(argv[2:])] + argv[2:],
                                cwd=ROOT, env=env)
     if command == "test":
-        return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=15"] + argv[2:], cwd=ROOT, env=env)
+        args = [a for a in argv[2:] if a != "--quick"]
+        tier = ["-m", "quick"] if quick else ["--durations=15"]
+        return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile", *tier] + args, cwd=ROOT,
+                               env=env)
     return 0
 
 

@@ -19,7 +19,7 @@ c.CourseDirectory.course_id = "transformers-from-scratch"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# Each cell's time (autograder/limits.py: 60 s; nbgrader's default is 30 s).
+# Each cell's time (autograder/settings.py: 60 s; nbgrader's default is 30 s).
 from autograder.settings import Limits  # noqa: E402
 
 c.Execute.timeout = Limits.cell_timeout

@@ -12,3 +12,29 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS",
                           str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
+# The quick tier, `python3 course.py test --quick` (pytest -m quick): what needs no kernel of its own, in about a
+# minute on two idle cores. The library, the judges on a sample of the mistake catalogue in this process
+# (test_mistakes.py marks which), the judge-kernel channel, the settings, versions and docs, the release being
+# up to date, the deployment's files. `python3 course.py test` runs everything, and is what CI runs.
+QUICK_FILES = {
+    "test_lib_bpe.py", "test_lib_char_lm.py", "test_lib_components.py", "test_lib_device.py",
+    "test_lib_multi30k.py", "test_lib_order.py", "test_lib_self_attention.py", "test_lib_subword.py",
+    "test_lib_translation_data.py", "test_guard_and_testing.py",
+    "test_probe.py", "test_settings.py", "test_versions.py", "test_docs.py", "test_environment.py",
+    "test_release.py", "test_deploy.py", "test_layers.py",
+}
+SLOW_IN_QUICK_FILES = {"test_course_py_lab_opens_jupyterlab_also_as_root",
+                       "test_the_code_runs_on_the_oldest_python_it_promises",
+                       "test_the_formgrader_starts_with_the_images_source_notebooks"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quick: in the quick tier (python3 course.py test --quick)")
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+    for item in items:
+        if Path(str(item.fspath)).name in QUICK_FILES and item.originalname not in SLOW_IN_QUICK_FILES:
+            item.add_marker(pytest.mark.quick)
