@@ -63,6 +63,12 @@ def detect_assignment(path: Path) -> str:
         f"or name the file after it. Known assignments: {', '.join(known)}")
 
 
+def graded_test(cell) -> str:
+    """The grade id of a hidden test cell (graded, not a written answer), else ''."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta.get("grade_id", "") if meta.get("grade") and not meta.get("solution") else ""
+
+
 def exercise_of(grade_id: str, solution_ids) -> str:
     """Test cells are named ``<exercise>_<what>``: map a test cell to its exercise."""
     hits = [s for s in solution_ids if grade_id == s or grade_id.startswith(s + "_")]

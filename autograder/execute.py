@@ -50,6 +50,7 @@ from traitlets import Integer
 from . import probe, proctree, settings
 from .channel import DIED, HUNG, PROBE_REPLY_LIMIT, KernelStopped, SocketKernelManager, reply_of, request_code
 from .settings import Limits
+from .course import graded_test
 from .results import JUDGE_BROKE
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the autograder package lies
@@ -118,7 +119,7 @@ class GuardedExecute(Execute):
         if self._stopped:
             cell.outputs = [error_output("NotRun", f"not run: {self._stopped}")]
             return cell, resources
-        gid = _graded_test(cell)
+        gid = graded_test(cell)
         if gid:
             try:
                 judged = self._has_judge(gid)
@@ -276,11 +277,6 @@ class GuardedExecute(Execute):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-
-def _graded_test(cell) -> str:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta.get("grade_id", "") if meta.get("grade") and not meta.get("solution") else ""
 
 
 def _raised(e: BaseException) -> str:

@@ -144,8 +144,8 @@ def verified(aid: str) -> dict:
     torch.softmax on random shapes, for every `dim`, in float32 and float64.')."""
     found = {}
     for cell in _source(aid)["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not meta.get("grade") or meta.get("solution"):
+        gid = course.graded_test(cell)
+        if not gid:
             continue
         lines = []
         for line in "".join(cell["source"]).splitlines():
@@ -153,7 +153,7 @@ def verified(aid: str) -> dict:
                 break
             lines.append(line[2:].strip())
         text = " ".join(lines)
-        found[meta["grade_id"]] = text.split(":", 1)[1].strip() if text.startswith("Graded") and ":" in text else text
+        found[gid] = text.split(":", 1)[1].strip() if text.startswith("Graded") and ":" in text else text
     return found
 
 

@@ -13,8 +13,7 @@ def release(out_dir: Path = course.NOTEBOOKS, assignment_ids=None) -> list[Path]
     written = []
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         root = make_course(Path(tmp), ids)
-        for aid in ids:
-            generated = generate(root, aid)
+        for aid, generated in zip(ids, generate(root, ids)):
             target = Path(out_dir) / aid / f"{aid}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(generated, target)

@@ -207,11 +207,19 @@ def _plain(nb, header: str) -> str:
     return "<!DOCTYPE html><html><body>" + "\n".join(parts) + "</body></html>"
 
 
+def _default_signals() -> None:
+    """A forked renderer does not inherit ``grade``'s handlers: stopped when its page is done (SIGTERM), or with
+    the grader (Ctrl-C), it ends quietly instead of printing a KeyboardInterrupt's traceback."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _render_bounded(nb, header: str, seconds: float = RENDER_SECONDS) -> str:
     """``_render`` in a child process that is stopped after ``seconds``; then ``_plain``."""
     import multiprocessing
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(1) as pool:
+    with ctx.Pool(1, initializer=_default_signals) as pool:
         job = pool.apply_async(_render, (nb, header))
         try:
             return job.get(seconds)

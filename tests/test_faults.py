@@ -93,7 +93,9 @@ def clean(tmp_path_factory):
 
 
 def _interrupted(tmp, how):
-    sub = make_class(tmp / "submitted")
+    # dan's answer is right but takes 15 s more: the class is still being graded when the signal comes, however
+    # slowly this machine gets to sending it
+    sub = make_class(tmp / "submitted", slow={"dan": 15})
     out = tmp / "out"
     proc = start(sub, out)
     watch = Watch(proc.pid)

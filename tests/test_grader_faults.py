@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import checks, execute, probe
+from autograder import checks, course, execute, probe
 from autograder.checks.self_attention import softmax as softmax_judges
 from tests.submissions import make_submission
 
@@ -54,8 +54,8 @@ def grade(tmp_path, monkeypatch, replace=None, step=execute.GuardedExecute):
 
 def failures(nb) -> dict:
     """grade_id -> the error each graded test cell shows ('' when it passed)."""
-    return {execute._graded_test(c): " ".join(o.evalue for o in c.outputs if o.output_type == "error")
-            for c in nb.cells if c.cell_type == "code" and execute._graded_test(c)}
+    return {course.graded_test(c): " ".join(o.evalue for o in c.outputs if o.output_type == "error")
+            for c in nb.cells if c.cell_type == "code" and course.graded_test(c)}
 
 
 def test_a_judge_that_raises_is_flagged_as_the_graders_fault(tmp_path, monkeypatch):

@@ -75,7 +75,7 @@ def history(aid: str, replace: dict | None = None) -> list:
     out = []
     for c in nb["cells"]:
         meta = c["metadata"].get("nbgrader", {})
-        if c["cell_type"] != "code" or (meta.get("grade") and not meta.get("solution")):
+        if c["cell_type"] != "code" or course.graded_test(c):
             continue
         out.append((replace or {}).get(meta.get("grade_id"), "".join(c["source"])))
     return out

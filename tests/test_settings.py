@@ -33,7 +33,7 @@ def test_the_check_services_defaults_are_the_settings():
     assert f"in a minute (default {SERVICE.rate})" in text
     assert f"the ones last checked (default {SERVICE.notebooks})" in text
     assert f"full|points|off (default {SERVICE.mode})" in text
-    assert f"(default full)" in _help("autograder.live", "serve") and SERVICE.mode == "full"
+    assert "(default full)" in _help("autograder.live", "serve") and SERVICE.mode == "full"
     from autograder import live
     assert live.Service.__init__.__defaults__[-1] == SERVICE.own_notebooks
 

@@ -58,8 +58,7 @@ def judges(aid: str) -> dict:
 def graded_cells(aid: str) -> tuple:
     """grade_ids of the graded test cells (not written answers) of the source notebook, in order."""
     nb = json.loads(course.source_notebook(aid).read_text())
-    return tuple(c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
-                 if c["metadata"].get("nbgrader", {}).get("grade") and not c["metadata"]["nbgrader"].get("solution"))
+    return tuple(gid for gid in map(course.graded_test, nb["cells"]) if gid)
 
 
 @lru_cache(maxsize=None)
