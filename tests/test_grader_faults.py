@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import checks, course, execute, probe
+from autograder import checks, course, execute, judging, probe
 from autograder.checks.self_attention import softmax as softmax_judges
 from tests.submissions import make_submission
 
@@ -117,6 +117,6 @@ def test_a_flood_on_the_probes_channel_fails_the_cell_and_is_not_kept(tmp_path, 
     failed = failures(nb)
     assert "the kernel's answer was larger than" in failed["softmax_reference"], failed
     assert not failed["softmax_stable"]  # its requests got honest answers
-    limit = execute.PROBE_REPLY_LIMIT
+    limit = judging.PROBE_REPLY_LIMIT
     assert failed["softmax_reference"] == f"the kernel's answer was larger than {limit // 2**20} MiB"
     assert 0 < Keeping.most <= limit

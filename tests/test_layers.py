@@ -15,7 +15,7 @@ LAYERS = [
     # the grader's end of a kernel, and the process that runs nbgrader
     {"channel", "worker"},
     # judging one notebook (nbgrader's Execute step, grading.py) or one exercise (live.py)
-    {"execute", "grading", "live"},
+    {"execute", "judging", "grading", "live"},
     # who runs them: the pool on this machine, Dask, the hub's check service, nbgrader's configuration
     {"pool", "cluster", "check_service", "nbgrader_config"},
     # the choice of runner
