@@ -5,7 +5,6 @@ benchmark.
 workers, nbgrader's kernel launchers, the kernels and what they start, each seen from the host's /proc) and
 remembers each by (pid, start time), so that a pid the system reuses later is not mistaken for a survivor.
 """
-import os
 import threading
 import time
 
@@ -60,3 +59,10 @@ class Watch:
             if not left or time.monotonic() > deadline:
                 return left
             time.sleep(0.2)
+
+
+def as_in_a_terminal() -> None:
+    """``preexec_fn`` for a command the test will stop with Ctrl-C: SIGINT as a terminal's foreground process has
+    it. A shell that runs the suite in the background (``... &``) has it ignored, and Python keeps that."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
