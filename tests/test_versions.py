@@ -72,3 +72,12 @@ def test_a_student_bundle_installs_the_pinned_pytorch(tmp_path):
     assert f"torch=={pins()['torch']}" in shipped
     assert "pip install -c constraints.txt" in readme and "download.pytorch.org/whl/cpu" in readme
     assert "pip install -e .\n" not in readme
+
+
+def test_the_notebooks_are_released_with_the_pinned_python():
+    """Their language_info names the Python that released them; JupyterLab compares it with its kernel's."""
+    import json
+    from autograder import course
+    for aid in course.assignments():
+        info = json.loads(course.release_notebook(aid).read_text())["metadata"]["language_info"]
+        assert info["version"].startswith(pins()["python"] + "."), f"{aid} was released with Python {info['version']}"
