@@ -18,6 +18,12 @@ c.CourseDirectory.course_id = "transformers-from-scratch"
 # the gradebook at grading time; students fill in only the solution cells.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# ... and carry the kernel's full language_info, so that JupyterLab opens them unchanged (autograder/release.py).
+from autograder.release import KernelLanguageInfo  # noqa: E402
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+
+c.GenerateAssignment.preprocessors = list(GenerateAssignment.class_traits()["preprocessors"].default()) + [
+    KernelLanguageInfo]
 
 # Each cell's time (autograder/settings.py: 60 s; nbgrader's default is 30 s).
 from autograder.settings import Limits  # noqa: E402

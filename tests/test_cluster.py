@@ -18,7 +18,7 @@ import time
 import pytest
 
 from autograder import cluster, course
-from tests.hostile_cases import HOSTILE, MALFORMED
+from tests.hostile_cases import HOSTILE, MALFORMED, SOL
 from tests.mistakes.self_attention import ALTERNATIVES, MISTAKES
 from tests.submissions import make_submission
 
@@ -143,8 +143,11 @@ def test_a_notebook_whose_worker_dies_twice_is_reported(tmp_path):
         c.add_worker("w0")
         c.add_worker("w1")
         sub = tmp_path / "submitted"
-        for student in ("alice", "bob"):
-            make_submission(AID, sub / student / AID / f"{AID}.ipynb")
+        make_submission(AID, sub / "alice" / AID / f"{AID}.ipynb")
+        # bob's answer takes a minute: each attempt is still running when the test, polling the workers (slowly on
+        # a busy machine, and more slowly while the scheduler still lists the dead one), looks for it
+        make_submission(AID, sub / "bob" / AID / f"{AID}.ipynb", {"softmax": SOL["softmax"] + "\nimport time\n"
+                                                                                "time.sleep(60)\n"})
         out = tmp_path / "out"
         grading = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(out),
                                     "--cluster", c.address], cwd=course.ROOT, env=dask_env(),
