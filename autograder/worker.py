@@ -65,10 +65,13 @@ def main(root: str) -> None:
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
+    from autograder.nbgrader_run import alembic_head_in_process
+
     cap_grader_memory()  # the judges run the notebook's references here, on arguments a kernel chose
     threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True).start()
     threading.Thread(target=_warm_up, daemon=True).start()
     os.chdir(root)
+    alembic_head_in_process()
     config = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
     api = NbGraderAPI(config=config)
     fd = int(os.environ.pop(settings.ANSWER_FD))

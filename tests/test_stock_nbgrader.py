@@ -1,7 +1,10 @@
 """Stock nbgrader commands work on this layout through the project's own
 nbgrader_config.py: generate, autograde (with the judges outside the kernel), feedback, export."""
 import csv
+import os
 import shutil
+import subprocess
+import sys
 
 from autograder import course
 from autograder.nbgrader_run import nbgrader  # runs stock `nbgrader ARGS` in a folder, raises if it fails
@@ -33,3 +36,17 @@ def test_stock_nbgrader_round_trip(tmp_path):
     rows = {row["student_id"]: row for row in csv.DictReader(open(root / "grades.csv"))}
     assert (float(rows["ada"]["raw_score"]), float(rows["ada"]["max_score"])) == (11.0, 15.0)
     assert float(rows["eve"]["raw_score"]) == 8.0  # softmax's 3 points lost
+
+
+def test_the_workers_alembic_revision_is_the_one_the_alembic_command_gives():
+    """The grading worker stamps new gradebooks with the revision alembic's library reads
+    (nbgrader_run.alembic_head_in_process), not by running the `alembic` command: the same revision."""
+    code = ("import nbgrader.api as api\n"
+            "by_command = api.get_alembic_version()\n"
+            "from autograder.nbgrader_run import alembic_head_in_process\n"
+            "alembic_head_in_process()\n"
+            "assert api.get_alembic_version() == by_command, (api.get_alembic_version(), by_command)\n"
+            "print(by_command)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PATH=course.python_first()))
+    assert proc.returncode == 0 and len(proc.stdout.strip()) == 12, proc.stdout + proc.stderr
