@@ -269,14 +269,24 @@ def _text(e: BaseException) -> str:
         return f"(a {type(e).__name__} that cannot be printed)"
 
 
+def _why_undefined(name: str, namespace: dict) -> str:
+    """Why the notebook has no ``name``: no cell that ran defines it (an answer cell left empty, or as released),
+    or the cell that does stopped first. IPython keeps the source of every cell that ran in ``In``."""
+    ran = namespace.get("In")
+    defines = re.compile(rf"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{re.escape(name)}\b|^{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)",
+                         re.M)
+    if isinstance(ran, list) and not any(isinstance(source, str) and defines.search(source) for source in ran):
+        return f"no cell that ran defines it; write {name} in its answer cell"
+    return "its cell did not define it (did the cell stop with an error, say on an import?)"
+
+
 def _resolve(ref: dict, namespace: dict, handles: dict, state: dict):
     """The object a reference names: a name in the notebook, a handle, a module or a stand-in for a reference
     that stays in the grader (``_stub``), then attributes."""
     if "global" in ref:
         name = ref["global"]
         if name not in namespace:
-            raise Raised(NameError(f"name {name!r} is not defined: its cell did not define it (did the cell stop "
-                                   f"with an error, say on an import?)"))
+            raise Raised(NameError(f"name {name!r} is not defined: {_why_undefined(name, namespace)}"))
         obj = namespace[name]
     elif "import" in ref:  # a module the kernel has, such as a reference module of an earlier notebook
         import importlib

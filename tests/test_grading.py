@@ -77,7 +77,7 @@ def test_check_unknown_notebook_is_a_clear_error(tmp_path):
 def test_grade_a_class(tmp_path):
     sub = tmp_path / "submitted"
     make_submission(AID, sub / "alice" / AID / f"{AID}.ipynb")
-    make_submission(AID, sub / "bob" / AID / f"{AID}.ipynb", solve=False)
+    make_submission(AID, sub / "bob" / AID / f"{AID}.ipynb", {"softmax": ""}, solve=False)  # softmax's cell emptied
     make_submission(AID, sub / "carol" / AID / "renamed.ipynb", {"softmax": "def softmax(x, dim=-1):\n    return x\n"})
     (sub / "dave" / AID).mkdir(parents=True)
     out = tmp_path / "out"
@@ -104,6 +104,10 @@ def test_grade_a_class(tmp_path):
     assert "grade_here" not in carol and "BEGIN HIDDEN TESTS" not in carol
     assert "Traceback (most recent call last)" not in carol and "autograder/checks" not in carol
     assert "autograder.probe" not in carol  # the grader's requests to the kernel are not cells of the notebook
+    # an emptied answer cell is named as missing, not as a cell that stopped with an error
+    bob = (out / "feedback" / "bob" / f"{AID}.html").read_text()
+    assert "no cell that ran defines it; write softmax in its answer cell" in bob
+    assert "did the cell stop with an error" not in bob
 
 
 @pytest.mark.parametrize("path,expected", [

@@ -62,6 +62,17 @@ def test_mistake_loses_points_with_its_message(aid, mistake):
             assert cell.passed, f"a mistake in {mistake.cell} cost points in {cell.grade_id}: {cell.message}"
 
 
+@pytest.mark.quick
+def test_one_slip_is_named_by_every_part_it_fails():
+    """A softmax over the queries fails both parts of scaled_dot_product_attention; the masked part names the
+    axis too, not a masking mistake the code does not make."""
+    slip = next(x for aid, x in MISTAKES if x.name == "attention softmax over the queries")
+    cells = {v.grade_id: v for v in verdicts("01_self_attention", slip)}
+    for gid in slip.loses:
+        assert "over the queries" in cells[gid].message and "before the softmax" not in cells[gid].message, \
+            cells[gid].message
+
+
 @pytest.mark.parametrize("aid,alt", params(ALTERNATIVES))
 def test_alternative_gets_full_marks(aid, alt):
     lost = [f"{v.grade_id}: {v.message}" for v in verdicts(aid, alt) if not v.passed]

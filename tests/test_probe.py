@@ -194,3 +194,16 @@ def test_work_handed_to_another_thread_or_process_fails_and_is_flagged():
         assert len(k.flags) == 3
     finally:
         ns["POOL"].shutdown()
+
+
+def test_a_missing_name_is_explained_by_the_cells_that_ran():
+    """IPython keeps every cell that ran in In: none defining the name means its answer cell is empty or as
+    released; one defining it means that cell stopped first."""
+    from autograder.probe import _why_undefined
+    empty = _why_undefined("softmax", {"In": ["", "import torch", "# YOUR CODE HERE\nraise NotImplementedError()"]})
+    assert empty == "no cell that ran defines it; write softmax in its answer cell"
+    for source in ("import nope\ndef softmax(x, dim=-1):\n    return x", "softmax = torch.softmax",
+                   "class softmax:\n    pass", "softmax: object = None"):
+        assert "did the cell stop with an error" in _why_undefined("softmax", {"In": ["", source]}), source
+    assert empty == _why_undefined("softmax", {"In": ["", "softmax == 3", "print(softmax)"]})
+    assert "did the cell stop" in _why_undefined("softmax", {})  # no IPython: say what may have happened

@@ -74,7 +74,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         scores = scores.masked_fill(~mask, float("-inf"))
     w = softmax(scores, dim=-2)
     return w @ v, w
-''', ("scaled_dot_product_attention_reference",), "over the queries"),
+''', ("scaled_dot_product_attention_reference", "scaled_dot_product_attention_mask"), "over the queries"),
     Mistake("attention weights returned transposed", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])

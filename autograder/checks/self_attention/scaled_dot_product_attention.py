@@ -9,8 +9,12 @@ from ..common import seeded, unpack_pair
 from . import BATCH_HINT, expected_attention
 
 
-def _scaling_hints(q, k, v):
+def _scaling_hints(q, k, v, mask=None):
+    """The usual slips of scale, axis and orientation, each computed from the reference (on masked scores with
+    ``mask``), named by what went wrong."""
     raw = q @ k.transpose(-2, -1)
+    if mask is not None:
+        raw = raw.masked_fill(~mask, float("-inf"))
     d_k, d_v = q.shape[-1], v.shape[-1]
     hints = {
         "scores are divided by d_k; divide by sqrt(d_k)": torch.softmax(raw / d_k, -1),
@@ -67,10 +71,14 @@ def scaled_dot_product_attention_reference(k):
     assert_close(out, out_ref, "output for float64 inputs (keep the inputs' dtype)", atol=1e-9)
 
 
-def _mask_diagnosis(w, w_unmasked, mask, what):
-    """Name the usual masking mistakes before comparing values."""
+def _mask_diagnosis(w, w_unmasked, mask, what, slips):
+    """Name the usual masking mistakes before comparing values; first a slip that is no masking mistake
+    (``slips``: _scaling_hints on the masked scores), which would otherwise read as one."""
     if not torch.is_tensor(w) or w.shape != w_unmasked.shape:
         return  # the shape check that follows explains this
+    for hint, slipped in slips.items():  # a key no query may see gives NaN in a softmax over the queries: 0 here
+        if slipped.shape == w.shape and w.is_floating_point() and is_close(w.nan_to_num(0.0), slipped.nan_to_num(0.0)):
+            raise AssertionError(f"weights of {what} is wrong: {hint}")
     leak = (w.nan_to_num(1.0).abs() * (~mask)).amax().item()
     if leak > 1e-6:
         if is_close(w, w_unmasked):
@@ -107,7 +115,7 @@ def scaled_dot_product_attention_mask(k):
         w_unmasked = torch.softmax(q @ key.transpose(-2, -1) / 2.0, -1)
         what = f"attention with {name}"
         out, w = _attend(k, what, q, key, v, mask)
-        _mask_diagnosis(w, w_unmasked, mask, what)
+        _mask_diagnosis(w, w_unmasked, mask, what, _scaling_hints(q, key, v, mask))
         assert_close(w, w_ref, f"weights of {what}")
         assert_close(out, out_ref, f"output of {what}")
         v2 = v.clone()
