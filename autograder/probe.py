@@ -273,8 +273,8 @@ def _why_undefined(name: str, namespace: dict) -> str:
     """Why the notebook has no ``name``: no cell that ran defines it (an answer cell left empty, or as released),
     or the cell that does stopped first. IPython keeps the source of every cell that ran in ``In``."""
     ran = namespace.get("In")
-    defines = re.compile(rf"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{re.escape(name)}\b|^{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)",
-                         re.M)
+    word = re.escape(name)
+    defines = re.compile(rf"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{word}\b|^{word}[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
     if isinstance(ran, list) and not any(isinstance(source, str) and defines.search(source) for source in ran):
         return f"no cell that ran defines it; write {name} in its answer cell"
     return "its cell did not define it (did the cell stop with an error, say on an import?)"
