@@ -31,6 +31,7 @@ def test_notebooks_are_up_to_date(fresh_release, aid):
 
 
 def without_patch(text):
+    """A notebook's text with language_info's version cut to major.minor (3.11.7 -> 3.11)."""
     version = json.loads(text)["metadata"]["language_info"]["version"]
     return text.replace(f'"version": "{version}"', '"version": "%s"' % version.rsplit(".", 1)[0], 1)
 
