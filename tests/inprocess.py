@@ -96,6 +96,26 @@ class Notebook:
     def _is_test(meta) -> bool:
         return bool(meta.get("grade")) and not meta.get("solution")
 
+    def visible(self, cell: str, code: str) -> str:
+        """What the visible check cell under answer cell ``cell`` (grade_id ``<cell>_check``) says of ``code``: ''
+        when it passes, else the first line of the error it stops with."""
+        ns = dict(self.namespace)
+        start = next(i for i, (m, _) in enumerate(self.cells) if m.get("grade_id") == cell)
+        for name in _bound(self.cells[start][1]):
+            ns.pop(name, None)
+        checks = [source for meta, source in self.cells[start:] if meta.get("grade_id") == f"{cell}_check"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), _withheld(self.aid):
+                warnings.simplefilter("ignore")
+                exec(compile(code, "<answer>", "exec"), ns)
+                for source in checks:
+                    exec(compile(source, "<check>", "exec"), ns)
+        except Exception as e:  # noqa: BLE001 - whatever stops the check cell is what the student sees
+            return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        finally:
+            plt.close("all")
+        return ""
+
     def grade(self, cell: str, code: str) -> list[Verdict]:
         """Verdicts of the graded cells after answer cell ``cell`` (earlier ones cannot change)."""
         ns = dict(self.namespace)

@@ -219,7 +219,10 @@ class DecoderLayer(nn.TransformerDecoderLayer):
         ("greedy_decode_matches",), "logits of the first position"),
     Mistake("greedy_decode returns bos too (off by one)", "greedy_decode", greedy(
         ("return ys[:, 1:]", "return ys")),
-        ("greedy_decode_matches", "greedy_decode_stops"), "the output starts with bos"),
+        ("greedy_decode_matches",), "the output starts with bos"),
+    Mistake("greedy_decode stops the batch at the first eos", "greedy_decode", greedy(
+        ("if done.all():", "if done.any():")),
+        ("greedy_decode_matches", "greedy_decode_stops"), "until every sentence has"),
     Mistake("greedy_decode pads with 0, not model.pad_id", "greedy_decode", greedy(
         ("masked_fill(done, model.pad_id)", "masked_fill(done, 0)"),
         ("padding_mask(src, model.pad_id)", "padding_mask(src, 0)")),

@@ -311,6 +311,9 @@ def greedy_decode_cached(model, src, max_len, bos_id, eos_id):
     Mistake("decode that never stops early", "greedy_decode_cached", cached(
         step=CACHED["step"].replace("        if done.all():\n            break\n", "")),
         ("greedy_decode_cached_stops",), "stop as soon as every sentence has produced eos"),
+    Mistake("decode that stops the batch at the first eos", "greedy_decode_cached", cached(
+        step=CACHED["step"].replace("if done.all():", "if done.any():")),
+        ("greedy_decode_cached_matches", "greedy_decode_cached_stops"), "until every sentence has"),
     Mistake("decode that returns bos", "greedy_decode_cached", cached(
         step=CACHED["step"].replace("return ys[:, 1:]", "return ys")), C_MATCH, "starts with bos"),
 ]

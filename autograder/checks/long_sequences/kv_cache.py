@@ -1,11 +1,15 @@
 """greedy_decode_cached(model, src, max_len, bos_id, eos_id): exactly greedy_decode's ids (notebook 08), with the
 keys and values of earlier steps cached, so that step t computes attention for the newest token only.
 
-The expected ids come from ``lib.transformer.greedy_decode`` run here on the same model. The usual mistakes are
-put into a cached decoder written here (``_cached``), so that a wrong answer can be named. Whether a step works
-on the newest token only is read off the operators the student's code runs (names and output shapes), on a model
-whose sizes make the shapes unambiguous: batch 3, source length 11, at most 9 steps, d_model 16, 2 heads,
-d_ff 24, 17 target tokens.
+The three parts judge three things, so that one slip costs the part it breaks only:
+
+- ``matches``: the ids, compared with ``lib.transformer.greedy_decode`` run here on the same model. The usual
+  mistakes are put into a cached decoder written here (``_cached``), so that a wrong answer can be named;
+- ``stops``: when the loop ends and what follows eos, read off the shape and the eos/pad layout of the ids (not
+  their values: a wrong position vector changes which words come out, not when decoding stops);
+- ``new_token_only``: whether a step works on the newest token only, read off the operators the student's code
+  runs (names and output shapes), on a model whose sizes make the shapes unambiguous: batch 3, source length 11,
+  at most 9 steps, d_model 16, 2 heads, d_ff 24, 17 target tokens.
 """
 import math
 
@@ -16,6 +20,7 @@ from lib.multi_head import merge_heads, split_heads
 from lib.testing import assert_close
 from lib.transformer import greedy_decode
 
+from ..encoder_decoder.greedy_decode import stopping_layout
 from ..encoder_decoder.transformer import batch, reference_model
 
 SRC_VOCAB, TGT_VOCAB = 13, 17
@@ -37,7 +42,7 @@ def _attend(q, keys, values, mask=None, scale=None):
 
 @torch.no_grad()
 def _cached(model, src, max_len, bos, eos, position0=False, no_grow=False, shared=False, scale=None,
-            stop=True, pad_after_eos=True, keep_bos=False, src_mask=True):
+            stop=True, pad_after_eos=True, keep_bos=False, src_mask=True, stop_at_first=False):
     """Greedy decoding with a key/value cache, as the exercise asks, or with one mistake put in on purpose."""
     pad = model.pad_id
     mask = padding_mask(src, pad)
@@ -73,7 +78,7 @@ def _cached(model, src, max_len, bos, eos, position0=False, no_grow=False, share
             nxt = nxt.masked_fill(done, pad)
         ys = torch.cat([ys, nxt[:, None]], 1)
         done |= nxt == eos
-        if stop and done.all():
+        if stop and (done.any() if stop_at_first else done.all()):
             break
     return ys if keep_bos else ys[:, 1:]
 
@@ -94,6 +99,8 @@ def _hints(model, src, max_len):
         "does with padding_mask(src, model.pad_id)": run(src_mask=False),
         "the decoding does not stop when every sentence has produced eos: break out of the loop once all are done":
             run(stop=False),
+        "the decoding stops when the first sentence has produced eos: keep decoding until every sentence has":
+            run(stop_at_first=True),
         "sentences that have finished (produced eos) must continue with model.pad_id, not with more predicted "
         "tokens": run(pad_after_eos=False),
         "the output starts with bos: return the generated tokens only, without the bos you started from":
@@ -155,23 +162,30 @@ def greedy_decode_cached_matches(k):
 
 
 def greedy_decode_cached_stops(k):
-    """Stops at max_len when no sentence ends; stops after one step when all end at once; one sentence alone."""
+    """Stops at max_len when no sentence ends; stops after one step when all end at once; one sentence alone;
+    sentences that end at different steps: judged on the shape and the eos positions, whatever the words are."""
     for bonus, name in ((-60.0, "never"), (60.0, "always")):
         here, there = _build(k, 103, bonus, 0)
         src = _source(103, 0)
         what = (f"greedy_decode_cached(a model that {name} predicts eos, src {tuple(src.shape)}, max_len=7, "
                 f"bos_id={BOS}, eos_id={EOS})")
         out, _ = _run(k, there, src, 7, what)
-        expected = greedy_decode(here, src, 7, BOS, EOS)
-        if name == "always" and out.dim() == 2 and out.shape[1] == 7 and out.shape != expected.shape:
-            raise AssertionError(f"{what} returns {tuple(out.shape)}, expected {tuple(expected.shape)}: stop as soon "
-                                 f"as every sentence has produced eos, do not always run max_len steps")
-        _compare(out, expected, what, here, src, 7)
+        stopping_layout(out, what, 7, src.shape[0], BOS, EOS)
+        if name == "never" and out.shape[1] not in (7, 8):  # 8: with bos in front, which the ids' part names
+            raise AssertionError(f"{what} returns {out.shape[1]} tokens per sentence: with no eos, write max_len=7")
+        if name == "always" and out.shape[1] not in (1, 2):
+            raise AssertionError(f"{what} returns {tuple(out.shape)}, expected (3, 1): stop as soon as every "
+                                 f"sentence has produced eos, do not always run max_len steps")
+    for seed, bonus, pad_id in MATCH_MODELS:  # sentences that end at different steps
+        here, there = _build(k, seed, bonus, pad_id)
+        src = _source(seed, pad_id)
+        what = (f"greedy_decode_cached(a Transformer, src {tuple(src.shape)}, max_len=9, bos_id={BOS}, eos_id={EOS}) "
+                f"(model.pad_id={pad_id})")
+        stopping_layout(_run(k, there, src, 9, what)[0], what, 9, src.shape[0], BOS, EOS)
     here, there = _build(k, 113, 2.0, 4)
     src = _source(113, 4, lengths=(6,))
     what = f"greedy_decode_cached(a Transformer, one sentence {tuple(src.shape)}, max_len=9, bos_id={BOS}, eos_id={EOS})"
-    out, _ = _run(k, there, src, 9, what)
-    _compare(out, greedy_decode(here, src, 9, BOS, EOS), what, here, src, 9)
+    stopping_layout(_run(k, there, src, 9, what)[0], what, 9, 1, BOS, EOS)
 
 
 COMPUTE = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "einsum", "_softmax", "softmax", "_safe_softmax",
@@ -186,9 +200,8 @@ def greedy_decode_cached_new_token_only(k):
     src = _source(113, 0)
     what = f"greedy_decode_cached(a Transformer, src {tuple(src.shape)}, max_len={max_len}, bos_id={BOS}, eos_id={EOS})"
     out, trace = _run(k, there, src, max_len, what, watch=True)
-    _compare(out, greedy_decode(here, src, max_len, BOS, EOS), what, here, src, max_len)
     features = {SIZES["d_model"], SIZES["d_ff"], TGT_VOCAB}
-    rows_seen = []
+    rows_seen, newest = [], 0
     for op, _, shape in trace.ops:
         if op not in COMPUTE or not shape or len(shape) < 2:
             continue
@@ -199,9 +212,12 @@ def greedy_decode_cached_new_token_only(k):
                 f"shape {tuple(shape)}): it runs the decoder on all the tokens so far, as greedy_decode does, so "
                 f"nothing is saved. At step t, compute the query, key and value of the newest token only, append the "
                 f"key and value to each layer's cache, and attend with that one query to all the cached keys")
+        if len(shape) >= 3 and shape[-2] == 1:
+            continue  # one position per row: the newest token (its attention over the cache is judged above)
         rows = math.prod(shape[:-1])
         if shape[-1] in features and rows % b == 0 and 2 <= rows // b <= max_len:
             rows_seen.append((op, tuple(shape), rows // b))
+        newest += shape[-1] == TGT_VOCAB and rows == b       # the output layer, on one position per sentence
     if rows_seen:
         op, shape, n = rows_seen[0]
         raise AssertionError(
@@ -209,3 +225,8 @@ def greedy_decode_cached_new_token_only(k):
             f"output shape {shape}): the earlier tokens are processed again at every step (for example their keys "
             f"and values recomputed from cached inputs). Cache the projected keys and values themselves, w_k(x) and "
             f"w_v(x) of each new token, so that every step projects one token per sentence")
+    if newest < max_len:  # judged on what ran, so code that never runs the decoder step by step cannot pass
+        raise AssertionError(
+            f"{what} ran the model's output layer on the newest token {newest} times, expected once per step "
+            f"({max_len} steps with a model that never predicts eos): at each step, run the decoder on the newest "
+            f"token and take the next token from model.output of that one position")
