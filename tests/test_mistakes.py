@@ -1,5 +1,6 @@
 """Every catalogued mistake loses points with a message that names it, and
-costs nothing outside its own exercise; every correct alternative keeps full marks.
+costs exactly the graded parts it breaks (partial credit: `loses`, and `also` where a
+second part cannot be judged without what the slip gets wrong); every correct alternative keeps full marks.
 
 The whole catalogue is graded in this process (tests/inprocess.py: the same
 hidden checks, without a kernel per submission); a sample of it also goes
@@ -12,6 +13,7 @@ import pkgutil
 
 import pytest
 
+import tests.corpus as corpus
 import tests.mistakes as catalogue
 from autograder.runner import grade_many
 from tests.inprocess import Notebook
@@ -53,6 +55,9 @@ def test_mistake_loses_points_with_its_message(aid, mistake):
     cells = {v.grade_id: v for v in verdicts(aid, mistake)}
     for gid in mistake.loses:
         assert not cells[gid].passed, f"{gid} kept its points"
+    lost = {gid for gid, v in cells.items() if not v.passed}  # partial credit: one slip costs the parts it breaks
+    assert lost == set(mistake.loses) | set(mistake.also), \
+        f"lost {sorted(lost)}, expected {sorted(set(mistake.loses) | set(mistake.also))}"
     message = cells[mistake.loses[0]].message
     assert mistake.message in message, f"message of {mistake.loses[0]} does not name the mistake: {message!r}"
     for gid in mistake.loses:  # one diagnosis per failing test, never a list of candidates
@@ -106,3 +111,62 @@ def test_nbgrader_gives_the_same_verdicts(graded, aid, item):
         v = ours[cell.grade_id]
         assert (cell.score == cell.max_score) == v.passed, f"{cell.grade_id}: nbgrader {cell.message!r}, here {v.message!r}"
         assert cell.message == v.message, cell.grade_id
+
+
+# Code the course did not write (tests/corpus/): ports of public projects' implementations to the API.
+CORPUS = [importlib.import_module(f"tests.corpus.{m.name}") for m in pkgutil.iter_modules(corpus.__path__)]
+PORTS = [(m.ASSIGNMENT, p) for m in CORPUS for p in m.PORTS]
+NAMED_SHARE = 0.9  # of the breaches, at least this share get a message that names the cause
+_ported = {}
+
+
+def port_verdicts(aid, port):
+    if (aid, port.name) not in _ported:
+        _ported[aid, port.name] = verdicts(aid, port)
+    return _ported[aid, port.name]
+
+
+def named(aid, port) -> str:
+    """The message of the port's first failing part, if it names the breach; '' otherwise."""
+    failing = [v for v in port_verdicts(aid, port) if not v.passed and v.exercise == port.cell]
+    message = failing[0].message if failing else ""
+    return message if any(word.lower() in message.lower() for word in port.names) else ""
+
+
+@pytest.mark.parametrize("aid,port", [pytest.param(a, p, id=f"{a}:{p.name}") for a, p in PORTS])
+def test_ported_code_gets_the_marks_its_contract_earns(aid, port):
+    """A faithful port keeps full marks; a breach loses points in its own exercise, and only there, with a message
+    that is never a bare 'differs from the expected value'."""
+    got = port_verdicts(aid, port)
+    lost = [v for v in got if not v.passed]
+    if not port.breach:
+        assert not lost, [f"{v.grade_id}: {v.message}" for v in lost]
+        return
+    assert any(v.exercise == port.cell for v in lost), f"{port.breach}: kept every point"
+    for v in lost:
+        assert v.exercise == port.cell, f"a port of {port.cell} cost points in {v.grade_id}: {v.message}"
+        assert not v.message.rstrip().endswith("differs from the expected value"), v.message
+
+
+def corpus_table() -> list:
+    """(notebook, breaches, named) per notebook, and the unnamed breaches with their messages."""
+    rows, unnamed = {}, []
+    for aid, port in PORTS:
+        if not port.breach:
+            continue
+        total, hits = rows.get(aid, (0, 0))
+        ok = bool(named(aid, port))
+        rows[aid] = (total + 1, hits + ok)
+        if not ok:
+            failing = [v.message for v in port_verdicts(aid, port) if not v.passed]
+            unnamed.append(f"{aid}: {port.name} ({port.breach}): {failing[:1]}")
+    return [(aid, *rows[aid]) for aid in sorted(rows)], unnamed
+
+
+def test_most_breaches_in_ported_code_are_named():
+    rows, unnamed = corpus_table()
+    total, hits = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    print("\n".join(f"{aid}: {h}/{t} breaches named" for aid, t, h in rows))
+    faithful = sum(1 for _, p in PORTS if not p.breach)
+    assert len(PORTS) >= 40 and faithful >= 10 and total >= 20, (len(PORTS), faithful, total)
+    assert hits >= NAMED_SHARE * total, f"{hits}/{total} named; not named:\n" + "\n".join(unnamed)

@@ -11,6 +11,9 @@ class Mistake:
     code: str          # what the student wrote there
     loses: tuple       # graded cells that must lose points (the first one shows `message`)
     message: str       # words the failure message of loses[0] must contain
+    # other parts the same slip breaks, because what they test needs what it gets wrong (a module built wrong cannot
+    # be given the comparison's weights, say); with ``loses``, exactly the parts that lose points
+    also: tuple = ()
 
 
 @dataclass

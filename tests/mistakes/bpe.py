@@ -72,7 +72,7 @@ def pair_counts(word_freqs):
         for pair in zip(word, word[1:]):
             counts[pair] += 1
     return counts
-''', ("pair_counts_weighted",), "weight every pair by the word's frequency"),
+''', ("pair_counts_weighted",), "weight every pair by the word's frequency", also=('pair_counts_within_words',)),
     Mistake("pair counted once per word (overlaps lost)", "pair_counts", '''
 def pair_counts(word_freqs):
     counts = Counter()
@@ -80,12 +80,12 @@ def pair_counts(word_freqs):
         for pair in set(zip(word, word[1:])):
             counts[pair] += freq
     return counts
-''', ("pair_counts_within_words",), "overlapping pairs all count"),
+''', ("pair_counts_within_words",), "overlapping pairs all count", also=('pair_counts_weighted',)),
     Mistake("pairs counted across word boundaries", "pair_counts", '''
 def pair_counts(word_freqs):
     symbols = [s for word, freq in word_freqs.items() for _ in range(freq) for s in word]
     return Counter(zip(symbols, symbols[1:]))
-''', ("pair_counts_within_words",), "across word boundaries"),
+''', ("pair_counts_within_words",), "across word boundaries", also=('pair_counts_weighted',)),
     Mistake("pair_counts returning a plain dict", "pair_counts", '''
 def pair_counts(word_freqs):
     counts = {}
@@ -130,7 +130,7 @@ def merge_pair(pair, word_freqs):
         freq = word_freqs.pop(word)
         word_freqs[tuple(out)] = word_freqs.get(tuple(out), 0) + freq
     return word_freqs
-''', ("merge_pair_basic", "merge_pair_new_dict"), "changed the dict it was given"),
+''', ("merge_pair_basic", "merge_pair_new_dict"), "changed the dict it was given", also=('merge_pair_edges',)),
     Mistake("only the first occurrence of the pair merged", "merge_pair", '''
 def merge_pair(pair, word_freqs):
     merged = {}
@@ -168,34 +168,34 @@ def merge_pair(pair, word_freqs):
         ("merge_pair_new_dict",), "returned the same dict object"),
     Mistake("merged symbol kept as the pair (a, b)", "merge_pair", changed(
         MERGE, ("out.append(a + b)", "out.append((a, b))")),
-        ("merge_pair_basic", "merge_pair_edges"), "it must be one string, a + b"),
+        ("merge_pair_basic", "merge_pair_edges"), "it must be one string, a + b", also=('merge_pair_new_dict',)),
     # --- train_bpe ---
     Mistake("no end-of-word marker", "train_bpe", changed(
-        TRAIN, ('tuple(word) + ("</w>",)', "tuple(word)")), ("train_bpe_classic",), "no end-of-word marker"),
+        TRAIN, ('tuple(word) + ("</w>",)', "tuple(word)")), ("train_bpe_classic",), "no end-of-word marker", also=('train_bpe_ties', 'train_bpe_unseen', 'train_bpe_speed')),
     Mistake("marker glued to the last character", "train_bpe", changed(
         TRAIN, ('tuple(word) + ("</w>",)', 'tuple(word[:-1]) + (word[-1] + "</w>",)')),
-        ("train_bpe_classic",), "glued to the last character"),
+        ("train_bpe_classic",), "glued to the last character", also=('train_bpe_ties', 'train_bpe_unseen', 'train_bpe_speed')),
     Mistake("merging on the whole text, not on words", "train_bpe", changed(
         TRAIN, ('dict(Counter(tuple(word) + ("</w>",) for word in corpus.split()))',
                 '{tuple(s for word in corpus.split() for s in (*word, "</w>")): 1}')),
-        ("train_bpe_classic",), "whole text is one sequence"),
+        ("train_bpe_classic",), "whole text is one sequence", also=('train_bpe_ties', 'train_bpe_unseen', 'train_bpe_speed')),
     Mistake("each distinct word counted once", "train_bpe", changed(
         TRAIN, ('dict(Counter(tuple(word) + ("</w>",) for word in corpus.split()))',
                 '{tuple(word) + ("</w>",): 1 for word in corpus.split()}')),
-        ("train_bpe_classic",), "every distinct word counts once"),
+        ("train_bpe_classic",), "every distinct word counts once", also=('train_bpe_unseen', 'train_bpe_speed')),
     Mistake("ties broken by the largest pair", "train_bpe", changed(
         TRAIN, ("best = min(counts, key=lambda p: (-counts[p], p))", "best = max(counts, key=lambda p: (counts[p], p))")),
-        ("train_bpe_ties",), "largest pair"),
+        ("train_bpe_ties",), "largest pair", also=('train_bpe_classic', 'train_bpe_unseen', 'train_bpe_speed')),
     Mistake("ties broken by the first pair seen", "train_bpe", changed(
         TRAIN, ("best = min(counts, key=lambda p: (-counts[p], p))", "best = max(counts, key=counts.get)")),
-        ("train_bpe_ties",), "first pair seen"),
+        ("train_bpe_ties",), "first pair seen", also=('train_bpe_classic', 'train_bpe_unseen', 'train_bpe_speed')),
     Mistake("one merge too many", "train_bpe", changed(
         TRAIN, ("for _ in range(num_merges):", "for _ in range(num_merges + 1):")),
-        ("train_bpe_classic",), "one merge too many"),
+        ("train_bpe_classic",), "one merge too many", also=('train_bpe_ties', 'train_bpe_unseen', 'train_bpe_speed')),
     Mistake("corpus split on single spaces", "train_bpe", changed(
         TRAIN, ("corpus.split()", 'corpus.split(" ")')), ("train_bpe_unseen",), "split(' ')"),
     Mistake("no early stop when no pair is left", "train_bpe", changed(
-        TRAIN, ("        if not counts:\n            break\n", "")), ("train_bpe_unseen",), "no pair is left"),
+        TRAIN, ("        if not counts:\n            break\n", "")), ("train_bpe_unseen",), "no pair is left", also=('train_bpe_classic', 'train_bpe_ties')),
     Mistake("train_bpe calling Hugging Face tokenizers", "train_bpe", '''
 def train_bpe(corpus, num_merges):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -241,7 +241,7 @@ def bpe_tokenize(word, merges):
         "is wrong: the word is cut greedily into the longest known pieces from the left"),
     Mistake("tokenize without the end-of-word marker", "bpe_tokenize", changed(
         TOKENIZE, ('symbols = list(word) + ["</w>"]', "symbols = list(word)")),
-        ("bpe_tokenize_unseen",), "marker is missing"),
+        ("bpe_tokenize_unseen",), "marker is missing", also=('bpe_tokenize_rank_order', 'bpe_tokenize_edges')),
     Mistake("tokenize applying the merges in reverse order", "bpe_tokenize", '''
 def bpe_tokenize(word, merges):
     symbols = tuple(word) + ("</w>",)

@@ -45,7 +45,7 @@ def stack_attention(x, n_layers):
         h, w = scaled_dot_product_attention(x, x, h)
         combined = w @ combined
     return h, combined
-''', ("stack_attention_output",), "original x"),
+''', ("stack_attention_output",), "original x", also=('stack_attention_combined',)),
     Mistake("stack applies one layer, whatever n_layers", "stack_attention", '''
 def stack_attention(x, n_layers):
     T = x.shape[-2]
@@ -54,7 +54,7 @@ def stack_attention(x, n_layers):
         h, w = scaled_dot_product_attention(x, x, x)
         combined = w @ combined
     return h, combined
-''', ("stack_attention_output",), "one attention layer only"),
+''', ("stack_attention_output",), "one attention layer only", also=('stack_attention_combined',)),
     Mistake("stack loop one layer short", "stack_attention", '''
 def stack_attention(x, n_layers):
     T = x.shape[-2]
@@ -123,24 +123,24 @@ def stack_attention(x, n_layers):
     Mistake("FFN hidden layer of size d_model", "FeedForward", _ffn('''        self.linear1 = nn.Linear(d_model, d_model)
         self.linear2 = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)''', "        return self.linear2(self.dropout(torch.relu(self.linear1(x))))"),
-            ("FeedForward_structure", "FeedForward_reference"), "must have d_ff units"),
+            ("FeedForward_structure", "FeedForward_reference"), "must have d_ff units", also=('FeedForward_positionwise', 'FeedForward_dropout')),
     Mistake("FFN with d_model and d_ff swapped", "FeedForward", _ffn('''        self.linear1 = nn.Linear(d_ff, d_model)
         self.linear2 = nn.Linear(d_model, d_ff)
         self.dropout = nn.Dropout(dropout)''', "        return self.linear2(self.dropout(torch.relu(self.linear1(x))))"),
-            ("FeedForward_structure", "FeedForward_reference"), "swapped"),
+            ("FeedForward_structure", "FeedForward_reference"), "swapped", also=('FeedForward_positionwise', 'FeedForward_dropout')),
     Mistake("FFN with a single linear layer", "FeedForward", _ffn('''        self.linear1 = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)''', "        return self.dropout(torch.relu(self.linear1(x)))"),
-            ("FeedForward_structure", "FeedForward_reference"), "single nn.Linear"),
+            ("FeedForward_structure", "FeedForward_reference"), "single nn.Linear", also=('FeedForward_positionwise', 'FeedForward_dropout')),
     Mistake("FFN layers named fc1 and fc2", "FeedForward", _ffn('''        self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)''', "        return self.fc2(self.dropout(torch.relu(self.fc1(x))))"),
-            ("FeedForward_structure", "FeedForward_reference"), "named fc1, fc2): name them linear1"),
+            ("FeedForward_structure", "FeedForward_reference"), "named fc1, fc2): name them linear1", also=('FeedForward_positionwise', 'FeedForward_dropout')),
     Mistake("FFN as an nn.Sequential only", "FeedForward", _ffn('''        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),
                                  nn.Linear(d_ff, d_model))''', "        return self.net(x)"),
-            ("FeedForward_structure", "FeedForward_reference"), "linear1"),
+            ("FeedForward_structure", "FeedForward_reference"), "linear1", also=('FeedForward_positionwise', 'FeedForward_dropout')),
     Mistake("FFN importing the course reference", "FeedForward", '''
 from lib.feed_forward import FeedForward
-''', ("FeedForward_reference", "FeedForward_structure", "FeedForward_positionwise"), "not defined"),  # lib.feed_forward is not there while 03 is graded
+''', ("FeedForward_reference", "FeedForward_structure", "FeedForward_positionwise"), "not defined", also=('FeedForward_dropout',)),  # lib.feed_forward is not there while 03 is graded
     Mistake("FFN that only takes 3-D input (B, T, d)", "FeedForward", _ffn(STANDARD_INIT, '''        B, T, d = x.shape
         h = self.linear2(self.dropout(torch.relu(self.linear1(x.reshape(B * T, d)))))
         return h.reshape(B, T, d)'''), ("FeedForward_reference",), "acts on the last dimension"),
@@ -149,13 +149,13 @@ from lib.feed_forward import FeedForward
         STANDARD_INIT,
         "        h = self.linear2(self.dropout(torch.relu(self.linear1(x.transpose(-2, -1)))))\n"
         "        return h.transpose(-2, -1)"),
-            ("FeedForward_positionwise", "FeedForward_reference"), "mixes positions"),
+            ("FeedForward_positionwise", "FeedForward_reference"), "mixes positions", also=('FeedForward_structure', 'FeedForward_dropout')),
     Mistake("FFN normalizes the hidden units across positions", "FeedForward", _ffn(
         STANDARD_INIT,
         "        h = torch.relu(self.linear1(x))\n"
         "        h = h - h.mean(dim=-2, keepdim=True)\n"
         "        return self.linear2(self.dropout(h))"),
-            ("FeedForward_positionwise", "FeedForward_reference"), "changed the outputs at other positions"),
+            ("FeedForward_positionwise", "FeedForward_reference"), "changed the outputs at other positions", also=('FeedForward_dropout',)),
     # --- FeedForward: dropout ---
     Mistake("FFN dropout before linear1", "FeedForward",
             _ffn(STANDARD_INIT, "        return self.linear2(torch.relu(self.linear1(self.dropout(x))))"),

@@ -206,12 +206,12 @@ MISTAKES = [
     Mistake("Linformer projects along the feature axis", "LinformerSelfAttention", linformer('''        key, v = key @ self.E.T, v @ self.F.T
         weights = torch.softmax(q @ key.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return weights @ v, weights
-'''), L_OUT, "E and F mix positions, not features"),
+'''), L_OUT, "E and F mix positions, not features", also=('LinformerSelfAttention_cost',)),
     Mistake("Linformer E and F of shape (seq_len, k)", "LinformerSelfAttention", linformer('''        key, v = self.E.T @ key, self.F.T @ v
         weights = torch.softmax(q @ key.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return weights @ v, weights
 ''', init=LINFORMER_INIT.replace("torch.randn(k, seq_len)", "torch.randn(seq_len, k)")),
-        ("LinformerSelfAttention_structure",) + L_OUT, "expected (k, seq_len)"),
+        ("LinformerSelfAttention_structure",) + L_OUT, "expected (k, seq_len)", also=('LinformerSelfAttention_cost',)),
     Mistake("Linformer: E for the values, F for the keys", "LinformerSelfAttention", linformer('''        key, v = self.F @ key, self.E @ v
         weights = torch.softmax(q @ key.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return weights @ v, weights
@@ -242,11 +242,11 @@ MISTAKES = [
 '''), ("LinformerSelfAttention_cost",), "makes a T x T tensor"),
     Mistake("Linformer with biased projections", "LinformerSelfAttention", linformer(
         LINFORMER_RIGHT, init=LINFORMER_INIT.replace("bias=False", "bias=True")),
-        ("LinformerSelfAttention_structure",), "has a bias"),
+        ("LinformerSelfAttention_structure",), "has a bias", also=('LinformerSelfAttention_output', 'LinformerSelfAttention_cost')),
     Mistake("Linformer E and F as plain tensors", "LinformerSelfAttention", linformer(
         LINFORMER_RIGHT, init=LINFORMER_INIT.replace("nn.Parameter(torch.randn(k, seq_len) / math.sqrt(k))",
                                                      "torch.randn(k, seq_len) / math.sqrt(k)")),
-        ("LinformerSelfAttention_structure",), "should be an nn.Parameter"),
+        ("LinformerSelfAttention_structure",), "should be an nn.Parameter", also=('LinformerSelfAttention_output', 'LinformerSelfAttention_cost')),
     # -- apply_rotary ---------------------------------------------------------------------------------------
     Mistake("rotary with halves instead of interleaved pairs", "apply_rotary", rotary('''    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
     angle = positions.to(device=x.device, dtype=torch.float32)[:, None] * theta

@@ -61,17 +61,17 @@ MISTAKES = [
 def split_heads(x, n_heads):
     B, T, d = x.shape
     return x.view(B, n_heads, T, d // n_heads)
-''', ("split_heads_layout",), "mixes features of different positions"),
+''', ("split_heads_layout",), "mixes features of different positions", also=('split_heads_leading',)),
     Mistake("split reshaping the features to (d/h, h)", "split_heads", '''
 def split_heads(x, n_heads):
     B, T, d = x.shape
     return x.reshape(B, T, d // n_heads, n_heads).permute(0, 3, 1, 2)
-''', ("split_heads_layout",), "every h-th feature"),
+''', ("split_heads_layout",), "every h-th feature", also=('split_heads_leading',)),
     Mistake("split forgetting the transpose", "split_heads", '''
 def split_heads(x, n_heads):
     B, T, d = x.shape
     return x.view(B, T, n_heads, d // n_heads)
-''', ("split_heads_layout",), "transpose(1, 2) to get (B, h, T, d/h)"),
+''', ("split_heads_layout",), "transpose(1, 2) to get (B, h, T, d/h)", also=('split_heads_leading',)),
     Mistake("split only for 3-D inputs", "split_heads", '''
 def split_heads(x, n_heads):
     B, T, d = x.shape
@@ -85,17 +85,17 @@ from lib.multi_head import split_heads
 def merge_heads(x):
     B, h, T, d_k = x.shape
     return x.reshape(B, T, h * d_k)
-''', ("merge_heads_layout",), "skips the transpose back"),
+''', ("merge_heads_layout",), "skips the transpose back", also=('merge_heads_round_trip',)),
     Mistake("merge with view after transpose (not contiguous)", "merge_heads", '''
 def merge_heads(x):
     B, h, T, d_k = x.shape
     return x.transpose(1, 2).view(B, T, h * d_k)
-''', ("merge_heads_layout",), "contiguous"),
+''', ("merge_heads_layout",), "contiguous", also=('merge_heads_round_trip',)),
     Mistake("merge interleaving the heads", "merge_heads", '''
 def merge_heads(x):
     B, h, T, d_k = x.shape
     return x.permute(0, 2, 3, 1).reshape(B, T, h * d_k)
-''', ("merge_heads_layout",), "interleaved"),
+''', ("merge_heads_layout",), "interleaved", also=('merge_heads_round_trip',)),
     # --- MultiHeadAttention ---
     Mistake("scores scaled by sqrt(d_model)", "MultiHeadAttention",
             mha(forward=OWN_ATTENTION, replace=[("math.sqrt(q.shape[-1])", "math.sqrt(query.shape[-1])")]),
@@ -105,7 +105,7 @@ def merge_heads(x):
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "w_o is missing"),
     Mistake("w_o applied before merging the heads", "MultiHeadAttention",
             mha(replace=[("return self.w_o(merge_heads(out)), weights", "return merge_heads(self.w_o(out)), weights")]),
-            ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "only then w_o"),
+            ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "only then w_o", also=('MultiHeadAttention_vectorized', 'MultiHeadAttention_dropout')),
     Mistake("keys and values projected from the query", "MultiHeadAttention",
             mha(replace=[("self.w_k(key)", "self.w_k(query)"), ("self.w_v(value)", "self.w_v(query)")]),
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "projected from the `key`"),
@@ -187,7 +187,7 @@ def merge_heads(x):
             mha(replace=[("self.dropout = nn.Dropout(dropout)",
                           "self.dropout = nn.Dropout(dropout)\n        self.mha = nn.MultiheadAttention(d_model, n_heads, "
                           "dropout=dropout, bias=bias, batch_first=True)")]),
-            ("MultiHeadAttention_module", "MultiHeadAttention_pytorch"), "contains an nn.MultiheadAttention"),
+            ("MultiHeadAttention_module", "MultiHeadAttention_pytorch"), "contains an nn.MultiheadAttention", also=('MultiHeadAttention_mask', 'MultiHeadAttention_vectorized', 'MultiHeadAttention_dropout')),
     Mistake("calling nn.MultiheadAttention in forward", "MultiHeadAttention", mha(forward='''
         d = query.shape[-1]
         theirs = nn.MultiheadAttention(d, self.n_heads, bias=self.w_q.bias is not None, batch_first=True)
@@ -204,16 +204,16 @@ def merge_heads(x):
             m = m.expand(B, self.n_heads, T_q, T_k) if m.dim() == 4 else m
             blocked = ~(m.reshape(B * self.n_heads, T_q, T_k) if m.dim() == 4 else m)
         return theirs(query, key, value, attn_mask=blocked, average_attn_weights=False)
-'''), ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "built-in nn.MultiheadAttention is not allowed"),
+'''), ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "built-in nn.MultiheadAttention is not allowed", also=('MultiHeadAttention_vectorized', 'MultiHeadAttention_dropout')),
     Mistake("calling F.scaled_dot_product_attention", "MultiHeadAttention",
             mha(header="import torch.nn.functional as F",
                 replace=[("out, weights = scaled_dot_product_attention(q, k, v, mask)",
                           "_, weights = scaled_dot_product_attention(q, k, v, mask)\n"
                           "        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)")]),
-            ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "not allowed"),
+            ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "not allowed", also=('MultiHeadAttention_vectorized', 'MultiHeadAttention_dropout')),
     Mistake("MultiHeadAttention importing the course reference", "MultiHeadAttention", '''
 from lib.multi_head import MultiHeadAttention
-''', ("MultiHeadAttention_module", "MultiHeadAttention_pytorch"), "not defined"),  # (lib.multi_head: see above)
+''', ("MultiHeadAttention_module", "MultiHeadAttention_pytorch"), "not defined", also=('MultiHeadAttention_mask', 'MultiHeadAttention_vectorized', 'MultiHeadAttention_dropout')),  # (lib.multi_head: see above)
 ]
 
 ALTERNATIVES = [

@@ -146,7 +146,7 @@ def sinusoidal_positions(max_len, d_model):
             ("SinusoidalPositions_forward",), "first T rows"),
     Mistake("SinusoidalPositions slices by the batch size", "SinusoidalPositions",
             sin_module(forward="return x + self.pe[:x.shape[0]].to(x.dtype)"),
-            ("SinusoidalPositions_forward",), "first T rows"),
+            ("SinusoidalPositions_forward",), "first T rows", also=('SinusoidalPositions_too_long',)),
     Mistake("SinusoidalPositions returns only the position vectors", "SinusoidalPositions",
             sin_module(forward="return self.pe[:T].to(x.dtype).expand_as(x)"),
             ("SinusoidalPositions_forward",), "not the vectors alone"),
@@ -173,7 +173,7 @@ class SinusoidalPositions(nn.Module):
         if x.shape[1] >= self.max_len:
             raise ValueError(f"sequence length {x.shape[1]} is too long for max_len {self.max_len}")
         return x + self.pe[:x.shape[1]].to(x.dtype)
-''', ("SinusoidalPositions_too_long",), "exactly max_len = 7 long is allowed"),
+''', ("SinusoidalPositions_too_long",), "exactly max_len = 7 long is allowed", also=('SinusoidalPositions_forward',)),
     Mistake("SinusoidalPositions table as an nn.Parameter", "SinusoidalPositions",
             sin_module(init="self.pe = nn.Parameter(sinusoidal_positions(max_len, d_model))"),
             ("SinusoidalPositions_buffer",), "register_buffer"),
@@ -204,7 +204,7 @@ class SinusoidalPositions(nn.Module):
     Mistake("LearnedPositions with positions from 1", "LearnedPositions",
             learned_module(init="self.table = nn.Parameter(torch.randn(max_len + 1, d_model) * 0.02)",
                            forward="return x + self.table[1:T + 1]"),
-            ("LearnedPositions_forward",), "positions run from 0"),
+            ("LearnedPositions_forward",), "positions run from 0", also=('LearnedPositions_trained',)),
     Mistake("LearnedPositions with an nn.Embedding and no length check (IndexError)", "LearnedPositions",
             learned_module(init="self.embedding = nn.Embedding(max_len, d_model)",
                            forward="return x + self.embedding(torch.arange(T, device=x.device))", check="pass"),

@@ -48,7 +48,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=-1, keepdim=True)
     std = (x - mean).pow(2).mean(dim=-1, keepdim=True).sqrt()
     return (x - mean) / (std + eps) * weight + bias
-''', ("layer_norm_tiny_variance",), "outside the square root"),
+''', ("layer_norm_tiny_variance",), "outside the square root", also=('layer_norm_reference',)),
     Mistake("slides' formula sqrt(sigma) + eps", "layer_norm", '''
 def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=-1, keepdim=True)
@@ -60,19 +60,19 @@ def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=-1, keepdim=True)
     var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
     return (x - mean) / (var + eps) * weight + bias
-''', ("layer_norm_reference",), "not by its square root"),
+''', ("layer_norm_reference",), "not by its square root", also=('layer_norm_tiny_variance',)),
     Mistake("mean without 1/d (slides' erratum)", "layer_norm", '''
 def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.sum(dim=-1, keepdim=True)
     var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
-''', ("layer_norm_reference",), "(1/d) * sum x_j"),
+''', ("layer_norm_reference",), "(1/d) * sum x_j", also=('layer_norm_tiny_variance',)),
     Mistake("normalizing over the batch (dim 0)", "layer_norm", '''
 def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=0, keepdim=True)
     var = (x - mean).pow(2).mean(dim=0, keepdim=True)
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
-''', ("layer_norm_reference",), "not over the last dimension"),
+''', ("layer_norm_reference",), "not over the last dimension", also=('layer_norm_tiny_variance',)),
     Mistake("weight and bias ignored", "layer_norm", '''
 def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=-1, keepdim=True)
@@ -84,7 +84,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=-1)
     var = x.var(dim=-1, unbiased=False)
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
-''', ("layer_norm_reference",), "keepdim=True"),
+''', ("layer_norm_reference",), "keepdim=True", also=('layer_norm_tiny_variance',)),
     Mistake("eps argument ignored", "layer_norm", '''
 def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(dim=-1, keepdim=True)
@@ -208,7 +208,7 @@ class LayerNorm(nn.Module):
     Mistake("a single shared LayerNorm module", "EncoderLayer", _encoder(
         "        if self.norm_first:\n" + CORRECT_PRE + "\n" + CORRECT_POST,
         "        self.norm2 = self.norm1\n"),
-        ("EncoderLayer_structure", "EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "are the same module"),
+        ("EncoderLayer_structure", "EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "are the same module", also=('EncoderLayer_dropout',)),
     Mistake("pre-norm residual adds the normalized x", "EncoderLayer", _post_pre(CORRECT_POST, '''
             x = self.norm1(x)
             x = x + self.dropout1(attn(x))
@@ -254,7 +254,7 @@ class LayerNorm(nn.Module):
     Mistake("EncoderLayer with nn.LayerNorm", "EncoderLayer", _encoder(
         "        if self.norm_first:\n" + CORRECT_PRE + "\n" + CORRECT_POST,
         "        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)\n"),
-        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "not allowed"),
+        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "not allowed", also=('EncoderLayer_structure', 'EncoderLayer_dropout')),
     Mistake("feed-forward sublayer reads the layer's input", "EncoderLayer", _post_pre(
         '''        y = self.norm1(x + self.dropout1(attn(x)))
         return self.norm2(y + self.dropout2(self.ff(x)))''', '''
@@ -264,7 +264,7 @@ class LayerNorm(nn.Module):
     Mistake("src_mask inverted (PyTorch's convention)", "EncoderLayer", _encoder(
         "        if self.norm_first:\n" + CORRECT_PRE + "\n" + CORRECT_POST).replace(
         "self.self_attn(y, y, y, src_mask)", "self.self_attn(y, y, y, None if src_mask is None else ~src_mask)"),
-        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "is the mask inverted"),
+        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "is the mask inverted", also=('EncoderLayer_dropout',)),
 ]
 
 ALTERNATIVES = [

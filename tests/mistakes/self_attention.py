@@ -23,7 +23,7 @@ def softmax(x, dim=-1):
 def softmax(x, dim=-1):
     e = (x - x.amax(dim=dim, keepdim=True)).exp()
     return e / e.sum(dim=dim)
-''', ("softmax_reference",), "keepdim=True"),
+''', ("softmax_reference",), "keepdim=True", also=('softmax_stable',)),
     Mistake("softmax calling torch.softmax", "softmax", '''
 def softmax(x, dim=-1):
     return torch.softmax(x, dim=dim)
@@ -82,7 +82,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         scores = scores.masked_fill(~mask, float("-inf"))
     w = softmax(scores, dim=-1)
     return w @ v, w.transpose(-2, -1)
-''', ("scaled_dot_product_attention_reference",), "transposed"),
+''', ("scaled_dot_product_attention_reference",), "transposed", also=('scaled_dot_product_attention_mask',)),
     Mistake("attention with its own unstable exp", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).exp()

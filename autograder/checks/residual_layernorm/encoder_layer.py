@@ -228,8 +228,26 @@ def EncoderLayer_pre_norm(k):
     _equals_torch(k, True, 66)
 
 
+def _own_layer(k, d, h, d_ff, norm_first, seed, x, mask, zero_sublayers=False):
+    """The student's own layer without dropout, with the weights ``_torch_pair`` gives for ``seed`` (and, with
+    ``zero_sublayers``, w_o and linear2 set to zero, so that both sublayers add exactly nothing), run in eval mode
+    on ``x``: what the layer with dropout must give where dropout is off, or drops everything, whatever the rest of
+    the layer gets wrong (the post-norm and pre-norm parts judge that)."""
+    plain, _, what = _torch_pair(k, d, h, d_ff, norm_first, seed, dropout=0.0)
+    if zero_sublayers:
+        zeros = {f"{name}.{p}": torch.zeros(d, d_ff if name == "ff.linear2" else d) if p == "weight" else torch.zeros(d)
+                 for name in ("self_attn.w_o", "ff.linear2") for p in ("weight", "bias")}
+        problems = k.load(plain, zeros)
+        if problems:
+            raise AssertionError(f"{what}: cannot set its output projections to zero: {problems[0]}")
+    _mode(k, plain, "eval", what)
+    return _run(k, plain, x, mask, f"{what} in eval mode")
+
+
 def EncoderLayer_dropout(k):
-    """Dropout on each sublayer's output, before the residual add; random in train mode, off in eval mode."""
+    """Dropout on each sublayer's output, before the residual add; random in train mode, off in eval mode. Where the
+    layer differs from PyTorch's even without dropout, its dropout is judged against the same layer built with
+    dropout=0.0: one slip (a norm in the wrong place, say) costs the post-norm or pre-norm part, not this one."""
     g = seeded(67)
     d, h, d_ff, t, b = 16, 4, 32, 5, 2
     mask = torch.ones(t, t, dtype=torch.bool).tril()
@@ -250,6 +268,9 @@ def EncoderLayer_dropout(k):
         if not is_close(first, second):
             raise AssertionError(f"{what}: in eval mode two calls give different outputs, so dropout is still "
                                  f"on. Use nn.Dropout modules, or F.dropout(..., training=self.training)")
+        right = is_close(first, expected)
+        if not right:  # wrong without dropout too: the layer itself is judged by the post-norm or pre-norm part
+            expected = _own_layer(k, d, h, d_ff, norm_first, 68, x, mask)
         assert_close(first, expected, f"output of {what} in eval mode (dropout off)")
         # With dropout=1.0 every sublayer's contribution is dropped: only the residual path remains.
         ours, theirs, what = _torch_pair(k, d, h, d_ff, norm_first, 69, dropout=1.0)
@@ -262,6 +283,12 @@ def EncoderLayer_dropout(k):
             else:
                 expected, inner_only, after_sum = n2(n1(x)), n2(n1(x + bo) + b2), n2.bias.expand_as(x).clone()
         out = _run(k, ours, x, mask, f"{what} in train mode", seed=3)
+        if not right:
+            assert_close(out, _own_layer(k, d, h, d_ff, norm_first, 69, x, mask, zero_sublayers=True),
+                         f"output of {what} in train mode, compared with your layer without dropout whose sublayers "
+                         f"add nothing (w_o and linear2 set to zero): with dropout=1.0 each sublayer's output is "
+                         f"dropped, before the residual add")
+            continue
         rule = ("x = x + Drop(Sub(LN(x))): with dropout=1.0 the output must be x itself" if norm_first else
                 "x = LN(x + Drop(Sub(x))): with dropout=1.0 the output must be norm2(norm1(x))")
         assert_close(out, expected, f"output of {what} in train mode ({rule})", hints={
