@@ -170,3 +170,33 @@ def test_most_breaches_in_ported_code_are_named():
     faithful = sum(1 for _, p in PORTS if not p.breach)
     assert len(PORTS) >= 40 and faithful >= 10 and total >= 20, (len(PORTS), faithful, total)
     assert hits >= NAMED_SHARE * total, f"{hits}/{total} named; not named:\n" + "\n".join(unnamed)
+
+
+# The visible check cells (grade_id "<exercise>_check"): what a student sees before asking the hidden judges.
+def visible_table() -> dict:
+    """{notebook: (mistakes caught, mistakes, names of those let through)}; every alternative must pass them."""
+    rows = {}
+    for aid, item in MISTAKES:
+        if aid not in _notebooks:
+            _notebooks[aid] = Notebook(aid)
+        caught, total, missed = rows.get(aid, (0, 0, []))
+        said = _notebooks[aid].visible(item.cell, item.code)
+        rows[aid] = (caught + bool(said), total + 1, missed + ([] if said else [item.name]))
+    return rows
+
+
+# Mistakes each notebook's visible checks catch, as measured when they were last improved: a floor, so that a
+# change that lets more through fails here. Banned calls and cost (time, memory) are left to the hidden tests.
+VISIBLE_FLOOR = {"01_self_attention": 20, "02_positions": 33, "03_feed_forward": 27, "04_masking": 17,
+                 "05_multi_head": 25, "06_residual_layernorm": 17, "07_bpe": 26, "08_encoder_decoder": 11,
+                 "09_long_sequences": 44}
+
+
+def test_visible_checks_catch_common_slips_and_pass_every_alternative():
+    rows = visible_table()
+    print("\n".join(f"{aid}: visible checks catch {c}/{t}" for aid, (c, t, _) in sorted(rows.items())))
+    for aid, (caught, total, missed) in rows.items():
+        assert caught >= VISIBLE_FLOOR[aid], f"{aid}: the visible checks catch {caught}/{total}; let through {missed}"
+    for aid, alt in ALTERNATIVES:
+        said = _notebooks[aid].visible(alt.cell, alt.code)
+        assert not said, f"{aid}: the visible check rejects the correct alternative {alt.name!r}: {said}"
