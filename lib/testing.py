@@ -4,10 +4,23 @@ Every failure says what is wrong in a student's terms: the expected and the
 actual shape, the first entry that differs, and, where the checks know a
 common mistake that would produce exactly this output, its likely cause.
 """
+import builtins
+import traceback
+
 import torch
 
 
 PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+class AssertionError(builtins.AssertionError):  # noqa: A001 - the same name, so messages read as before
+    """The checks' failure. A notebook shows its traceback without the frames of this module, which would only
+    stand between the line of the check cell that failed and the message."""
+
+    def _render_traceback_(self) -> list:  # IPython prints what this returns in place of its own traceback
+        frames = [f for f in traceback.extract_tb(self.__traceback__) if f.filename != __file__]
+        return ["Traceback (most recent call last):", *(line.rstrip("\n") for line in traceback.format_list(frames)),
+                f"AssertionError: {self}"]
 
 
 def _describe(t) -> str:
@@ -77,3 +90,13 @@ def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, h
     if diff is not None:
         idx, a, e = diff
         raise AssertionError(f"{name} differs from the expected value: first at index {idx}, got {a:.6g}, expected {e:.6g}")
+
+
+def report_not_finite(values: dict, cause: str) -> bool:
+    """For a demo cell: print which of ``values`` ({label: number or tensor}) are NaN or inf, and ``cause``, the
+    likely reason, so that a plot does not silently drop those points. True when all are finite."""
+    bad = [label for label, v in values.items()
+           if not (torch.isfinite(v).all() if torch.is_tensor(v) else torch.isfinite(torch.tensor(float(v))))]
+    if bad:
+        print(f"NaN or inf in {', '.join(map(str, bad))}: the plot leaves these points out. {cause}")
+    return not bad

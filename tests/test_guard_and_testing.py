@@ -84,3 +84,37 @@ def test_the_ban_starts_without_importing_dynamo():
     code = ("import sys, torch\nfrom lib.guard import forbid\nwith forbid(ops=('softmax',)):\n    torch.ones(2).exp()\n"
             "sys.exit('torch._dynamo' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_a_check_failure_in_a_notebook_ends_in_its_message():
+    """In a kernel, a failed check's traceback shows the check cell's line and the message, not the frames of
+    lib/testing.py between them; the error is still an AssertionError to the grader and to ``except``."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from autograder import course
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import torch\nfrom lib.testing import assert_close\n"
+        "try:\n    assert_close(torch.ones(2), torch.zeros(2), 'x')\nexcept AssertionError:\n    print('caught')\n"
+        "assert_close(torch.ones(2), torch.zeros(2), 'softmax([1, 2])')")])
+    with pytest.raises(CellExecutionError):
+        NotebookClient(nb, timeout=60, kernel_name="python3",
+                       resources={"metadata": {"path": str(course.ROOT)}}).execute()
+    outputs = nb.cells[0].outputs
+    assert outputs[0].text == "caught\n"
+    error = outputs[-1]
+    assert error.ename == "AssertionError"
+    text = "\n".join(error.traceback)
+    assert "testing.py" not in text, text
+    assert error.traceback[-1] == ("AssertionError: softmax([1, 2]) differs from the expected value: first at index "
+                                   "(0,), got 1, expected 0"), error.traceback
+    assert "assert_close(torch.ones(2), torch.zeros(2), 'softmax([1, 2])')" in text, text
+
+
+def test_a_demo_that_meets_nan_says_so_and_why(capsys):
+    from lib.testing import report_not_finite
+    assert report_not_finite({"a": 1.0, "b": torch.ones(2)}, "cause") and capsys.readouterr().out == ""
+    assert not report_not_finite({"a": float("nan"), "b": torch.tensor([1.0, float("inf")]), "c": 2.0},
+                                 "Subtract each row's maximum")
+    assert capsys.readouterr().out == "NaN or inf in a, b: the plot leaves these points out. Subtract each row's maximum\n"
