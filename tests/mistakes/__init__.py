@@ -14,6 +14,8 @@ class Mistake:
     # other parts the same slip breaks, because what they test needs what it gets wrong (a module built wrong cannot
     # be given the comparison's weights, say); with ``loses``, exactly the parts that lose points
     also: tuple = ()
+    # words that name the same cause in the messages of loses[1:] where they word it otherwise than ``message``
+    elsewhere: str = ""
 
 
 @dataclass

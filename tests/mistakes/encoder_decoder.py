@@ -117,10 +117,10 @@ MISTAKES = [
         PRE.replace("ca(self.norm2(x))", "ca(self.norm2(x), self.norm2(x), None)"),
         POST.replace("ca(x)", "ca(x, x, None)")),
         ("DecoderLayer_post_norm", "DecoderLayer_pre_norm", "DecoderLayer_masks"),
-        "keys and values of the cross-attention come from the decoder"),
+        "keys and values of the cross-attention come from the decoder", elsewhere='do not use x in the cross-attention'),
     Mistake("tgt_mask ignored (no causal mask)", "DecoderLayer", decoder(
         PRE.replace("sa(self.norm1(x))", "sa(self.norm1(x), None)"), POST.replace("sa(x)", "sa(x, None)")),
-        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm", "DecoderLayer_masks"), "tgt_mask is ignored"),
+        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm", "DecoderLayer_masks"), "tgt_mask is ignored", elsewhere='pass tgt_mask to the self-attention'),
     Mistake("causal tgt_mask on the cross-attention too", "DecoderLayer", decoder(
         PRE.replace("ca(self.norm2(x))", "ca(self.norm2(x), memory, tgt_mask)"),
         POST.replace("ca(x)", "ca(x, memory, tgt_mask)")),
@@ -129,7 +129,7 @@ MISTAKES = [
     Mistake("memory_mask ignored", "DecoderLayer", decoder(
         PRE.replace("ca(self.norm2(x))", "ca(self.norm2(x), memory, None)"),
         POST.replace("ca(x)", "ca(x, memory, None)")),
-        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm", "DecoderLayer_masks"), "memory_mask is ignored"),
+        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm", "DecoderLayer_masks"), "memory_mask is ignored", elsewhere='Pass memory_mask to the cross-attention'),
     Mistake("no residual around the cross-attention", "DecoderLayer", decoder(
         PRE.replace("x = x + ca(self.norm2(x))", "x = ca(self.norm2(x))"),
         POST.replace("self.norm2(x + ca(x))", "self.norm2(ca(x))")),
@@ -186,14 +186,14 @@ class DecoderLayer(nn.TransformerDecoderLayer):
     Mistake("no causal mask in forward", "Transformer", model(replace=[
         ("causal_mask(tgt_in.shape[1], device=tgt_in.device) & padding_mask(tgt_in, self.pad_id)",
          "padding_mask(tgt_in, self.pad_id)")]),
-        ("Transformer_reference", "Transformer_masks"), "does not use a causal mask"),
+        ("Transformer_reference", "Transformer_masks"), "does not use a causal mask", elsewhere='Use a causal tgt_mask in forward'),
     Mistake("source mask not passed to the decoder (memory_mask)", "Transformer", model(replace=[
         ("x = layer(x, memory, tgt_mask, src_mask)", "x = layer(x, memory, tgt_mask)")]),
-        ("Transformer_reference", "Transformer_masks"), "cross-attention ignores source padding"),
+        ("Transformer_reference", "Transformer_masks"), "cross-attention ignores source padding", elsewhere='Mask the source padding'),
     Mistake("pad id 0 hard-coded", "Transformer", model(replace=[
         ("src_mask = padding_mask(src, self.pad_id)", "src_mask = padding_mask(src, 0)"),
         ("& padding_mask(tgt_in, self.pad_id)", "& padding_mask(tgt_in, 0)")]),
-        ("Transformer_reference", "Transformer_masks"), "built with pad id 0"),
+        ("Transformer_reference", "Transformer_masks"), "built with pad id 0", elsewhere='is pad_id use'),
     Mistake("the same layer repeated n_layers times", "Transformer", model(replace=[
         ("nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers))",
          "nn.ModuleList([DecoderLayer(d_model, n_heads, d_ff, dropout)] * n_layers)")]),
@@ -210,7 +210,7 @@ class DecoderLayer(nn.TransformerDecoderLayer):
     # --- greedy_decode -------------------------------------------------------------
     Mistake("greedy_decode does not stop when all sentences are done", "greedy_decode", greedy(
         ("        if done.all():\n            break\n", "")),
-        ("greedy_decode_matches", "greedy_decode_stops"), "does not stop when every sentence has produced eos"),
+        ("greedy_decode_matches", "greedy_decode_stops"), "does not stop when every sentence has produced eos", elsewhere='stop as soon as every sentence has produced eos'),
     Mistake("greedy_decode keeps predicting after eos", "greedy_decode", greedy(
         (".argmax(dim=-1).masked_fill(done, model.pad_id)", ".argmax(dim=-1)")),
         ("greedy_decode_matches",), "must continue with model.pad_id"),

@@ -149,13 +149,13 @@ from lib.feed_forward import FeedForward
         STANDARD_INIT,
         "        h = self.linear2(self.dropout(torch.relu(self.linear1(x.transpose(-2, -1)))))\n"
         "        return h.transpose(-2, -1)"),
-            ("FeedForward_positionwise", "FeedForward_reference"), "mixes positions", also=('FeedForward_structure', 'FeedForward_dropout')),
+            ("FeedForward_positionwise", "FeedForward_reference"), "mixes positions", also=('FeedForward_structure', 'FeedForward_dropout'), elsewhere='acts on the last dimension'),
     Mistake("FFN normalizes the hidden units across positions", "FeedForward", _ffn(
         STANDARD_INIT,
         "        h = torch.relu(self.linear1(x))\n"
         "        h = h - h.mean(dim=-2, keepdim=True)\n"
         "        return self.linear2(self.dropout(h))"),
-            ("FeedForward_positionwise", "FeedForward_reference"), "changed the outputs at other positions", also=('FeedForward_dropout',)),
+            ("FeedForward_positionwise", "FeedForward_reference"), "changed the outputs at other positions", also=('FeedForward_dropout',), elsewhere='mixes positions'),
     # --- FeedForward: dropout ---
     Mistake("FFN dropout before linear1", "FeedForward",
             _ffn(STANDARD_INIT, "        return self.linear2(torch.relu(self.linear1(self.dropout(x))))"),

@@ -235,7 +235,7 @@ MISTAKES = [
     Mistake("Linformer returns (B, T, T) weights", "LinformerSelfAttention", linformer('''        key, v = self.E @ key, self.F @ v
         weights = torch.softmax(q @ key.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return weights @ v, weights @ self.F
-'''), L_OUT + ("LinformerSelfAttention_cost",), "(B, T, T)"),
+'''), L_OUT + ("LinformerSelfAttention_cost",), "(B, T, T)", elsewhere='T x T'),
     Mistake("Linformer forms Q K^T first (quadratic)", "LinformerSelfAttention", linformer('''        scores = (q @ key.transpose(-2, -1)) @ self.E.T / math.sqrt(q.shape[-1])
         weights = torch.softmax(scores, dim=-1)
         return weights @ (self.F @ v), weights

@@ -221,7 +221,7 @@ class SinusoidalPositions(nn.Module):
             learned_module(init="self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)\n"
                                 "        self.frozen = self.table.detach().clone()",
                            forward="return x + self.frozen[:T]"),
-            ("LearnedPositions_forward", "LearnedPositions_trained"), "not a copy made in __init__"),
+            ("LearnedPositions_forward", "LearnedPositions_trained"), "not a copy made in __init__", elsewhere='not .data, .detach() or a copy'),
     Mistake("LearnedPositions starting with the same vector at every position", "LearnedPositions",
             learned_module(init="self.table = nn.Parameter(torch.ones(max_len, d_model))"),
             ("LearnedPositions_trained",), "every position starts with the same vector"),

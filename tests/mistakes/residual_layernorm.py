@@ -177,7 +177,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(1))
     def forward(self, x):
         return layer_norm(x, self.weight, self.bias, self.eps)
-''', ("LayerNorm_parameters", "LayerNorm_forward"), "one value per feature"),
+''', ("LayerNorm_parameters", "LayerNorm_forward"), "one value per feature", elsewhere='expected shape (6,)'),
     # --- EncoderLayer -------------------------------------------------------------
     Mistake("EncoderLayer without residual connections", "EncoderLayer", _post_pre(
         '''        x = self.norm1(self.dropout1(attn(x)))
@@ -190,7 +190,7 @@ class LayerNorm(nn.Module):
     Mistake("post-norm and pre-norm swapped", "EncoderLayer", _encoder(
         '''        if not self.norm_first:
 ''' + CORRECT_PRE + "\n" + CORRECT_POST),
-        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "post-norm is computed as pre-norm"),
+        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "post-norm is computed as pre-norm", elsewhere='pre-norm is computed as post-norm'),
     Mistake("LayerNorm on the sublayer output only, x + LN(Sub(x))", "EncoderLayer", _post_pre(
         '''        x = x + self.norm1(self.dropout1(attn(x)))
         return x + self.norm2(self.dropout2(self.ff(x)))''', CORRECT_PRE),

@@ -109,7 +109,16 @@ def stack_attention_combined(k):
             assert_close(combined, identity, name)
             continue
         assert_shape(combined, comb_ref.shape, name)
-        _named_mistake(combined, comb_ref, _product_hints(layers, t, x.dtype) if n >= 2 else {}, name)
+        hints = _product_hints(layers, t, x.dtype) if n >= 2 else {}
+        hints[f"combined is the product of {n + 1} layers' weights, one too many: loop exactly n_layers times"] = \
+            _stack(x, n + 1)[1]
+        if n >= 2:  # the same slips as in out (stack_attention_output), seen in combined
+            hints[f"combined is the product of {n - 1} layers' weights, one too few: loop exactly n_layers "
+                  f"times"] = _stack(x, n - 1)[1]
+            hints["every layer takes its queries and keys from the original x, so combined is the first layer's "
+                  "weights to the power n_layers: the queries, keys and values of each layer are the previous "
+                  "layer's output h"] = torch.linalg.matrix_power(layers[0], n)
+        _named_mistake(combined, comb_ref, hints, name)
         c = combined.double()
         if (c < -1e-6).any():
             raise AssertionError(f"{name} has negative entries; a product of attention weights is never negative")

@@ -160,6 +160,14 @@ def run(k, layer, what, query, key, value, mask, mask_hint="", seed=None):
     return unpack_pair(result, what)
 
 
+def _keys_from_the_query(w, what, b, h, t_q, t_k):
+    """With T_q != T_k, weights with T_q columns mean the keys were projected from the query."""
+    if torch.is_tensor(w) and w.dim() == 4 and w.shape[-1] == t_q != t_k:
+        raise AssertionError(f"weights of {what} have shape {tuple(w.shape)}, expected {(b, h, t_q, t_k)}: "
+                             f"the keys (and values) must be projected from the `key` (and `value`) arguments, "
+                             f"not from `query`")
+
+
 def compare(out, w, reference, hints, what, b, h, t_q, t_k, d, atol=1e-5):
     """Weights and output equal the reference's; ``hints()`` (the usual mistakes, computed only for a wrong
     answer) name the mistake."""
@@ -167,10 +175,7 @@ def compare(out, w, reference, hints, what, b, h, t_q, t_k, d, atol=1e-5):
     if torch.is_tensor(w) and tuple(w.shape) == (b, t_q, t_k) and h > 1:
         raise AssertionError(f"weights of {what} have shape {tuple(w.shape)}: they are averaged over the heads. "
                              f"Return the weights of every head, shape (B, h, T_q, T_k) = {(b, h, t_q, t_k)}")
-    if torch.is_tensor(w) and w.dim() == 4 and w.shape[-1] == t_q != t_k:
-        raise AssertionError(f"weights of {what} have shape {tuple(w.shape)}, expected {(b, h, t_q, t_k)}: "
-                             f"the keys (and values) must be projected from the `key` (and `value`) arguments, "
-                             f"not from `query`")
+    _keys_from_the_query(w, what, b, h, t_q, t_k)
     assert_shape(w, (b, h, t_q, t_k), f"weights of {what}")
     assert_shape(out, (b, t_q, d), f"output of {what}")
     if all(a.dtype == e.dtype and is_close(a, e, atol) for a, e in ((w, w_ref), (out, out_ref))):
@@ -288,6 +293,9 @@ def MultiHeadAttention_mask(k):
                     "3-D masks")
         else:
             hint = "A 2-D mask (T_q, T_k) broadcasts against (B, h, T_q, T_k) as it is"
+        if t_q != t_k:  # first without the mask: keys taken from the query would pass for a mask that fails
+            _, w = run(k, layer, what.replace(" mask) with ", ") without a mask, shapes as ", 1), query, key, value, None)
+            _keys_from_the_query(w, what, b, h, t_q, t_k)
         out, w = run(k, layer, what, query, key, value, mask, mask_hint=hint)
         if torch.is_tensor(w) and tuple(w.shape) != (b, h, t_q, t_k) and tuple(w.shape) != (b, t_q, t_k):
             raise AssertionError(f"weights of {what} have shape {tuple(w.shape)}, expected {(b, h, t_q, t_k)}. {hint}")
