@@ -666,6 +666,9 @@ def type_name_of(cls) -> str:
 def _tensor_info(t, seen: dict) -> dict:
     """Shape, dtype, device, and an ``oid`` shared by every name of the same tensor (shared parameters)."""
     oid = seen.setdefault(("tensor", id(t)), len(seen) + 1)
+    if isinstance(t, torch.nn.parameter.UninitializedTensorMixin):  # a lazy module's, before its first call
+        return {"shape": [], "dtype": "uninitialized", "device": t.device.type, "requires_grad": bool(t.requires_grad),
+                "type": type_name(t), "oid": oid}
     return {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": t.device.type,
             "requires_grad": bool(t.requires_grad), "type": type_name(t), "oid": oid}
 

@@ -64,8 +64,9 @@ def test_mistake_loses_points_with_its_message(aid, mistake):
         said = cells[gid].message
         assert mistake.message in said or (mistake.elsewhere and mistake.elsewhere in said), \
             f"message of {gid} does not name the mistake: {said!r}"
-    for gid in mistake.loses:  # one diagnosis per failing test, never a list of candidates
+    for gid in mistake.loses:  # one diagnosis per failing test, never a list of candidates, never a bare "differs"
         assert "(or:)" not in cells[gid].message, cells[gid].message
+        assert not cells[gid].message.rstrip().endswith("differs from the expected value"), cells[gid].message
     for cell in cells.values():  # tests isolate exercises: nothing else is lost
         if cell.exercise != mistake.cell:
             assert cell.passed, f"a mistake in {mistake.cell} cost points in {cell.grade_id}: {cell.message}"

@@ -4,6 +4,14 @@ import torch
 from .kernel import Kernel, ModuleInfo, Remote
 
 
+# A mask whose polarity is PyTorch's: one wording for every judge that meets it
+INVERTED_MASK = ("the mask's polarity is inverted: True is taken as 'masked', the convention of PyTorch's attn_mask "
+                 "and key_padding_mask (nn.MultiheadAttention, nn.Transformer*). In this course True means 'may "
+                 "attend'")
+ALWAYS_CAUSAL = ("a causal mask is applied although none was given (mask=None): a decoder-only model's attention "
+                 "(nanoGPT's, say) always hides the future, but this layer masks only with the mask it is given")
+
+
 def unpack_pair(result, what: str):
     """Attention functions return (output, weights): check that shape of the answer."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:

@@ -289,7 +289,13 @@ class Kernel:
         reply, _ = self._request({"op": "describe", "target": target.ref()})
         if "error" in reply:
             raise _student_error(f"reading {'.'.join(target.path) or 'it'}", reply["error"], "")
-        return ModuleInfo.of(reply["v"])
+        info = ModuleInfo.of(reply["v"])
+        lazy = [name for name, t in info.all_params().items() if t.dtype == "uninitialized"]
+        if lazy:
+            raise AssertionError(f"{lazy[0]} of {target.description} has no shape yet: a lazy module (nn.LazyLinear, "
+                                 f"say) makes its weights at its first call. Create the layer with its sizes, "
+                                 f"nn.Linear(in_features, out_features), so that the model is complete when built")
+        return info
 
     def load(self, target: Remote, tensors: dict) -> list:
         """Copy ``{"w_q.weight": tensor, ...}`` into the target's parameters; the problems, if any."""

@@ -28,7 +28,7 @@ def causal_mask(size, device=None):
 from torch import nn
 def causal_mask(size, device=None):
     return nn.Transformer.generate_square_subsequent_mask(size, device=device)
-''', ("causal_mask_values", "causal_mask_attention"), "dtype torch.float32"),
+''', ("causal_mask_values", "causal_mask_attention"), "additive float mask"),
     Mistake("causal mask with a batch dimension (1, size, size)", "causal_mask", '''
 def causal_mask(size, device=None):
     return torch.ones(1, size, size, dtype=torch.bool, device=device).tril()

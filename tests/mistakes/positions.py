@@ -62,7 +62,7 @@ MISTAKES = [
     Mistake("first half sin, second half cos (the slide erratum)", "sinusoidal_positions", _TABLE_HEAD + '''
     angle = p / 10000 ** (two_i / d_model)
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
-''', ("sinusoidal_positions_formula",), "interleave them"),
+''', ("sinusoidal_positions_formula",), "Interleave them"),
     Mistake("exponent i instead of 2i", "sinusoidal_positions", _TABLE_HEAD + '''
     angle = p / 10000 ** ((two_i / 2) / d_model)
     pe = torch.zeros(max_len, d_model)

@@ -264,7 +264,7 @@ class LayerNorm(nn.Module):
     Mistake("src_mask inverted (PyTorch's convention)", "EncoderLayer", _encoder(
         "        if self.norm_first:\n" + CORRECT_PRE + "\n" + CORRECT_POST).replace(
         "self.self_attn(y, y, y, src_mask)", "self.self_attn(y, y, y, None if src_mask is None else ~src_mask)"),
-        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "is the mask inverted", also=('EncoderLayer_dropout',)),
+        ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "polarity is inverted", also=('EncoderLayer_dropout',)),
 ]
 
 ALTERNATIVES = [

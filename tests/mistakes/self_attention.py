@@ -8,7 +8,7 @@ MISTAKES = [
 def softmax(x, dim=-1):
     e = (x - x.amax(dim=0, keepdim=True)).exp()
     return e / e.sum(dim=0, keepdim=True)
-''', ("softmax_reference",), "sum to 1 along dim 0"),
+''', ("softmax_reference",), "sum to 1 along dim 0", also=('softmax_stable',)),
     Mistake("softmax without subtracting the max", "softmax", '''
 def softmax(x, dim=-1):
     e = x.exp()
@@ -105,7 +105,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         scores = scores.masked_fill(mask, float("-inf"))
     w = softmax(scores, dim=-1)
     return w @ v, w
-''', ("scaled_dot_product_attention_mask",), "True in the mask means 'may attend'"),
+''', ("scaled_dot_product_attention_mask",), "polarity is inverted"),
     Mistake("mask ignored", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     w = softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)

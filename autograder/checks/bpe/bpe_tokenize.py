@@ -78,7 +78,15 @@ def _check(k, probes):
                 break  # an earlier answer is wrong: report that one
             raise
         cases.append((symbols, ref._tokenize(word, merges), lambda w=word, m=merges: _hints(w, m), what))
-    diagnose_all(cases, lambda a, e: f"got {a}, expected {e}")
+    diagnose_all(cases, _difference)
+
+
+def _difference(actual, expected) -> str:
+    said = f"got {actual}, expected {expected}"
+    if any(s.endswith(EOW) for s in expected) and not any(EOW in s for s in actual):
+        said += (f": the end-of-word marker '{EOW}' is missing from the pieces (stripped, or never added). Keep it "
+                 f"as the word's last symbol, so that the last piece ends with '{EOW}'")
+    return said
 
 
 def bpe_tokenize_unseen(k):

@@ -59,11 +59,24 @@ def _hints(corpus, n):
     }
 
 
-def _first_difference(actual, expected):
+def _first_difference(actual, expected, corpus=None):
     for i, (a, e) in enumerate(zip(actual, expected)):
         if a != e:
-            return f"merge {i} (counting from 0) is {a}, expected {e}; the first {i} merges are right"
+            said = f"merge {i} (counting from 0) is {a}, expected {e}; the first {i} merges are right"
+            return said + (_counts_at(corpus, expected[:i], a, e) if corpus is not None else "")
     return f"got {len(actual)} merges, expected {len(expected)}: {actual[len(expected):] or expected[len(actual):]}"
+
+
+def _counts_at(corpus, done, a, e) -> str:
+    """How often the two pairs occur after the right first merges: a tie names the tie-break, else the count."""
+    freqs = ref.initial_word_freqs(corpus)
+    for pair in done:
+        freqs = ref.merge_pair(pair, freqs)
+    counts = ref.pair_counts(freqs)
+    if counts[a] == counts[e]:
+        return (f". Both occur {counts[e]} times there, a tie: ties go to the lexicographically smallest pair, "
+                f"min over (-count, pair), not to the first seen, the largest, or an order of symbol ids")
+    return f". At that point {a} occurs {counts[a]} times and {e} {counts[e]}: merge the most frequent pair"
 
 
 def _merges(result, what):
@@ -85,7 +98,8 @@ def _train(k, corpus, n, what, hint="", timed=False):
 
 def _check(k, corpus, n, what):
     actual = _merges(_train(k, corpus, n, what).value, what)
-    diagnose(actual, _expected(corpus, n), lambda: _hints(corpus, n), what, _first_difference)
+    diagnose(actual, _expected(corpus, n), lambda: _hints(corpus, n), what,
+             lambda a, e: _first_difference(a, e, corpus))
 
 
 def train_bpe_classic(k):

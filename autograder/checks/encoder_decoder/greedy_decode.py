@@ -3,7 +3,7 @@ scripted stand-in model (its sentences end where the test wants) and on a small 
 two decoder layers (where decoding without the causal mask changes the tokens)."""
 import torch
 
-from lib.testing import assert_close
+from lib.testing import assert_close, is_close
 
 from . import causal
 from .scripted import ScriptedModel
@@ -107,17 +107,42 @@ def greedy_decode_matches(k):
         here, there = _scripted(k, pad_id, 96 + pad_id, eos)
         what = f"greedy_decode(model, src {tuple(src.shape)}, max_len=9, bos_id={bos}, eos_id={eos})"
         out = _run(k, there, src, 9, bos, eos, what)
-        assert_close(out, _greedy(here, src, 9, bos, eos), f"{what} (model.pad_id={pad_id})",
-                     hints=_hints(here, src, 9, bos, eos))
+        expected = _greedy(here, src, 9, bos, eos)
+        if not (out.shape == expected.shape and torch.equal(out, expected)):
+            hints = _hints(here, src, 9, bos, eos)
+            if not any(is_close(out, wrong) for wrong in hints.values()):
+                eos_problem(out, expected, f"{what} (model.pad_id={pad_id})", eos, pad_id)
+            assert_close(out, expected, f"{what} (model.pad_id={pad_id})", hints=hints)
     pad_id, bos, eos = 4, 1, 2
     here, there = _transformer(k, pad_id, bos, eos, seed=TRANSFORMER_SEED)
     src, _ = batch(torch.Generator().manual_seed(TRANSFORMER_SEED + 100), 4, 7, 1, 11, 13, pad_id, [6, 4, 5, 3],
                    [1] * 4)
     what = (f"greedy_decode(a Transformer with 2 decoder layers, src {tuple(src.shape)}, max_len=8, bos_id={bos}, "
             f"eos_id={eos})")
+    k.call("model.train()", there.attr("train"))  # no dropout in it: the mode changes nothing but the flag
     out = _run(k, there, src, 8, bos, eos, what)
+    if not k.describe(there).training:
+        raise AssertionError(f"{what} switched the model to eval mode (model.eval() inside): leave the model's mode "
+                             f"as the caller set it; the caller calls model.eval() before decoding")
     assert_close(out, _greedy(here, src, 8, bos, eos), f"{what} (model.pad_id={pad_id})",
                  hints=_hints(here, src, 8, bos, eos))
+
+
+def eos_problem(out, expected, what, eos, pad):
+    """Two ways of ending sentences, named from the ids whatever the words are (one place for greedy_decode and
+    greedy_decode_cached): eos left out of the output, and decoding that goes on after eos."""
+    if not torch.is_tensor(out) or out.dim() != 2 or out.shape[0] != expected.shape[0]:
+        return
+    if bool((expected == eos).any()) and not bool((out == eos).any()):
+        raise AssertionError(f"{what} contains no eos, though sentences end: eos itself is missing. Each sentence's "
+                             f"ids run up to and including its eos, then model.pad_id ({pad})")
+    rows = out.tolist()
+    after = [row[row.index(eos) + 1:] for row in rows if eos in row]
+    if out.shape[1] > expected.shape[1] and any(t != pad for rest in after for t in rest):
+        raise AssertionError(f"{what} has shape {tuple(out.shape)}, expected {tuple(expected.shape)}: decoding keeps "
+                             f"going after eos (tokens follow a sentence's eos, and the loop runs on after every "
+                             f"sentence has ended). Write model.pad_id after a sentence's eos, and stop once every "
+                             f"sentence has produced eos")
 
 
 def stopping_layout(out, what, max_len, rows, bos, eos):

@@ -7,7 +7,7 @@ import torch
 from lib import transformer as ref
 from lib.testing import assert_close, assert_shape, is_close
 
-from ..common import module, seeded
+from ..common import INVERTED_MASK, module, seeded
 from . import causal
 
 SIZES = dict(d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.1, max_len=40)
@@ -87,6 +87,12 @@ def reference_model(src_vocab, tgt_vocab, pad_id, seed, **sizes):
 
 def _load(k, model, info, reference, what):
     """Copy the reference's parameters into the student's model (extra buffers of the student's are fine)."""
+    output, embed = info.children.get("output"), info.children.get("tgt_embed")
+    if output and embed and "weight" in output.params and "weight" in embed.params \
+            and output.params["weight"].oid == embed.params["weight"].oid:
+        raise AssertionError(f"{what}: the output layer shares its weight with the target embedding (weight tying, "
+                             f"as fairseq's share_decoder_input_output_embed does). This Transformer gives the "
+                             f"output layer a weight of its own: nn.Linear(d_model, tgt_vocab_size)")
     weights = reference.state_dict()
     problems = k.load(model, weights)
     extra = [name for name in info.all_params() if name not in weights]
@@ -174,6 +180,17 @@ def Transformer_structure(k):
         call_what = f"{what}(src {tuple(src.shape)}, tgt_in {tuple(tgt.shape)})"
         logits = k.call(call_what, model, src, tgt, inject=_trusted(k))
         assert_shape(logits, (3, 5, tgt_vocab), f"{call_what}: logits")
+    # with large vocabularies the embeddings' spread is measured closely: an initialisation that depends on the
+    # vocabulary size (xavier_uniform_, as The Annotated Transformer gives every matrix) shows there
+    model, _, what = _build(k, 2000, 1500, pad_id=0, n_layers=1)
+    d = SIZES["d_model"]
+    for name in ("src_embed", "tgt_embed"):
+        std = k.get(model.attr(f"{name}.weight")).std().item()
+        if not 0.8 * d ** -0.5 < std < 1.25 * d ** -0.5:
+            raise AssertionError(f"{what}.{name} starts with standard deviation {std:.4f}, expected about "
+                                 f"{d ** -0.5:.3f}: initialize both embeddings with nn.init.normal_(weight, "
+                                 f"std=d_model ** -0.5), whatever the vocabulary size (xavier_uniform_ and "
+                                 f"PyTorch's default N(0, 1) depend on it or ignore d_model)")
 
 
 def Transformer_reference(k):
@@ -193,10 +210,19 @@ def Transformer_reference(k):
             memory = reference.encode(src, src_mask)
             logits = reference.decode(tgt, memory, src_mask, tgt_mask)
         hints = {message: wrong[tgt_real] for message, wrong in _hints(reference, src, tgt).items()}
+        hints["the logits are normalised (log_softmax, as The Annotated Transformer's Generator does, or softmax): "
+              "return the output layer's values as they are; the loss (cross_entropy) normalises them itself"] = \
+            logits.log_softmax(-1)[tgt_real]
+        hints["the logits are normalised with softmax: return the output layer's values as they are"] = \
+            logits.softmax(-1)[tgt_real]
         real = "at the real (non-padding) target positions"
 
         out = k.call(f"{what}(src, tgt_in)", model, src, tgt, inject=_trusted(k))
         assert_shape(out, logits.shape, f"{what}(src, tgt_in): logits")
+        if not torch.isfinite(_real(out, tgt_real)).all():
+            raise AssertionError(f"{what}(src, tgt_in) with padded src and tgt_in gives NaN or inf {real}: some query "
+                                 f"has every key masked (0/0 weights). Perhaps {INVERTED_MASK}: build the masks with "
+                                 f"padding_mask and causal_mask as they are")
         assert_close(_real(out, tgt_real), logits[tgt_real], f"{what}(src, tgt_in) with padded src and tgt_in, "
                      f"{real} (compared with the reference model, same weights)", hints=hints, atol=1e-4)
 

@@ -85,8 +85,15 @@ def FeedForward_structure(k):
         n_params = sum(int(torch.Size(t.shape).numel()) for t in info.all_params().values())
         expected = 2 * d_model * d_ff + d_ff + d_model
         if n_params != expected:
-            raise AssertionError(f"{what} has {n_params} parameters, expected {expected} (linear1 and linear2 only): "
-                                 f"does __init__ create other layers with parameters?")
+            others = [f"{name} (a {child.type.rsplit('.', 1)[-1]})" for name, child in info.children.items()
+                      if name not in ("linear1", "linear2") and child.all_params()]
+            norms = [o for o in others if "Norm" in o]
+            raise AssertionError(
+                f"{what} has {n_params} parameters, expected {expected} (linear1 and linear2 only): "
+                + (f"it also has {', '.join(others)}. " if others else "does __init__ create other layers with "
+                   "parameters? ")
+                + ("The residual connection and the LayerNorm around the feed-forward belong to the encoder layer "
+                   "(notebook 06): FeedForward is linear2(relu(linear1(x))) alone" if norms else ""))
         x = torch.randn(2, 5, d_model, generator=seeded(32))
         out = k.call(f"{what}(x of shape (2, 5, {d_model}))", ff, x, hint=POSITION_HINT)
         assert_shape(out, (2, 5, d_model), f"output of {what} for x of shape (2, 5, {d_model})")

@@ -45,6 +45,10 @@ def _structure_problem(info, made, d_model, seq_len, kk):
                     f"{name} maps the seq_len positions to k, so that {name} @ K is (k, d)")
         if shape != (kk, seq_len):
             return f"{made}.{name} has shape {shape}, expected (k, seq_len) = {(kk, seq_len)}"
+    extra = [name for name in info.all_params() if name not in ("w_q.weight", "w_k.weight", "w_v.weight", "E", "F")]
+    if extra:
+        return (f"{made} has parameters the layer does not have: {', '.join(extra)}. E and F are plain (k, seq_len) "
+                f"matrices, with no bias, and w_q, w_k, w_v have no bias either")
     return None
 
 
@@ -111,7 +115,10 @@ def LinformerSelfAttention_output(k):
         assert_shape(out, (b, seq_len, d_model), f"output of {what}")
         assert_close(out, out_ref, f"output of {what}",
                      hints={"the values are projected with E: V' = F V (E is for the keys)":
-                            w_ref @ (w["E"] @ (x @ w["w_v.weight"].T))})
+                            w_ref @ (w["E"] @ (x @ w["w_v.weight"].T)),
+                            "the values are the projected keys (keys and values share one projection, lucidrains' "
+                            "share_kv), so w_v and F are never used: V' = F w_v(x), K' = E w_k(x)":
+                            w_ref @ (w["E"] @ (x @ w["w_k.weight"].T))})
 
 
 def LinformerSelfAttention_cost(k):

@@ -46,6 +46,11 @@ def _hints(x, positions):
     if not torch.equal(positions, torch.arange(x.shape[-2])):
         out["the positions argument is ignored: the rotation uses 0, 1, ..., T-1 instead of the given positions"] = \
             rotary(x, positions, ignore_positions=True)
+        start = positions[0] + torch.arange(x.shape[-2], dtype=positions.dtype)
+        if not torch.equal(positions, start):  # LLaMA's freqs_cis[start_pos : start_pos + T]
+            out["the rotation uses consecutive positions from the first one (p0, p0 + 1, ...), as LLaMA's "
+                "freqs_cis[start_pos : start_pos + T] does; rotate each row by its own given position, positions[t], "
+                "which need not be consecutive or in order"] = rotary(x, start)
     return out
 
 

@@ -6,9 +6,9 @@ import torch.nn.functional as F
 from ..common import seeded
 from ..masking import as_tensor, device_check, form_problem, mismatch
 
-CASES = [  # T, window, causal
-    (6, 1, False), (7, 2, False), (5, 0, False), (4, 6, False), (1, 2, False), (9, 3, False),
-    (6, 2, True), (7, 0, True), (1, 3, True), (8, 3, True), (4, 9, True),
+CASES = [  # T, window, causal; a window of 3 first, where `window // 2` and `< window` differ from each other
+    (9, 3, False), (6, 1, False), (7, 2, False), (5, 0, False), (4, 6, False), (1, 2, False),
+    (8, 3, True), (6, 2, True), (7, 0, True), (1, 3, True), (4, 9, True),
 ]
 
 
@@ -35,6 +35,9 @@ def window_problem(mask, T, w, causal, what):
         return problem
     if torch.equal(mask, expected):
         return None
+    if w >= 3 and torch.equal(mask, window(T, w // 2, causal)):
+        return (f"{what} reads the window as its total width (Longformer's attention_window): each side gets "
+                f"window // 2. Here `window` is the reach on each side: True where |i - j| <= window")
     if torch.equal(mask, window(T, w, causal, strict=True)):
         return (f"{what} is off by one: it keeps |i - j| < window, so a token does not see the neighbours exactly "
                 f"`window` positions away{' (and with window=0 not even itself)' if w == 0 else ''}. The window "

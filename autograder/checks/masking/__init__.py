@@ -34,8 +34,21 @@ def as_tensor(result, what):
     return result
 
 
+def additive_problem(mask, what):
+    """An additive float mask (0 to keep, -inf or a large negative number to hide: PyTorch's float attn_mask,
+    Hugging Face's extended attention mask), named whatever its shape; or None."""
+    if mask.is_floating_point() and mask.numel() and bool((mask <= 0).all()) and bool((mask < -1e3).any()):
+        return (f"{what} is an additive float mask (0 to keep, {mask.min().item():.3g} to hide), the form PyTorch's "
+                f"float attn_mask and Hugging Face's extended attention mask take. Here a mask is boolean, "
+                f"True = may attend, shaped as the exercise asks; attention fills the hidden scores itself")
+    return None
+
+
 def form_problem(mask, shape, what):
     """What is wrong with a mask's shape, dtype or device (the CPU by default), or None."""
+    additive = additive_problem(mask, what)
+    if additive:
+        return additive
     if tuple(mask.shape) != tuple(shape):
         return f"{what} has shape {tuple(mask.shape)}, expected {tuple(shape)}"
     if mask.dtype != torch.bool:

@@ -4,8 +4,8 @@ import torch.nn.functional as F
 
 from lib.testing import assert_close
 
-from ..common import seeded
-from . import DTYPE_HINT, as_tensor, device_check, form_problem, mismatch, qkv, sdpa
+from ..common import INVERTED_MASK, seeded
+from . import DTYPE_HINT, additive_problem, as_tensor, device_check, form_problem, mismatch, qkv, sdpa
 
 
 def tril(size, diagonal=0):
@@ -34,8 +34,7 @@ def causal_problem(mask, size, what):
         return (f"{what} is the upper triangle (True where j >= i): each token would see the future and not "
                 f"the past. Keep the lower triangle, True where key j <= query i: .tril(), not .triu()")
     if size > 1 and torch.equal(mask, ~expected):
-        return (f"{what} is inverted: it is True where attention is blocked (the convention of "
-                f"nn.MultiheadAttention's attn_mask). In this course True = may attend: True where j <= i")
+        return (f"{what} is True where attention is blocked: {INVERTED_MASK}: True where j <= i")
     if mask.all():
         return f"{what} is True everywhere: it masks nothing; keep only j <= i (the lower triangle)"
     return mismatch(mask, expected, what)
@@ -59,7 +58,7 @@ def causal_mask_attention(k):
     what = f"causal_mask({t})"
     mask = as_tensor(k.call(what, k.student("causal_mask"), t), what)
     if mask.dtype != torch.bool:
-        raise AssertionError(f"{what} has dtype {mask.dtype}: {DTYPE_HINT}")
+        raise AssertionError(additive_problem(mask, what) or f"{what} has dtype {mask.dtype}: {DTYPE_HINT}")
     named = causal_problem(mask, t, what)
     suffix = f" ({named})" if named else ""
     empty = ~mask.any(-1) if mask.dim() >= 2 and mask.shape[-2:] == (t, t) else torch.zeros(1, dtype=torch.bool)

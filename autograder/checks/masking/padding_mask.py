@@ -2,8 +2,8 @@
 import torch
 import torch.nn.functional as F
 
-from ..common import seeded
-from . import DTYPE_HINT, as_tensor, device_check, mismatch, qkv, sdpa
+from ..common import INVERTED_MASK, seeded
+from . import DTYPE_HINT, additive_problem, as_tensor, device_check, mismatch, qkv, sdpa
 
 
 def padded_tokens(g, lengths, t, pad_id, vocab=9, left=False):
@@ -24,6 +24,9 @@ def padded_tokens(g, lengths, t, pad_id, vocab=9, left=False):
 def padding_problem(mask, tokens, pad_id, what):
     """The message naming what is wrong with a padding mask, or None when it is right."""
     mask = as_tensor(mask, what)
+    additive = additive_problem(mask, what)
+    if additive:
+        return additive
     b, t = tokens.shape
     keys = tokens != pad_id                      # (B, T): True at real tokens
     expected = keys[:, None, :]
@@ -47,8 +50,8 @@ def padding_problem(mask, tokens, pad_id, what):
     if torch.equal(mask, expected):
         return None
     if torch.equal(mask, ~expected):
-        return (f"{what} is True at the padding: True means 'may attend', so the mask is True where the token "
-                f"is NOT padding (tokens != pad_id)")
+        return (f"{what} is True at the padding: {INVERTED_MASK}, so the mask is True where the token is NOT "
+                f"padding (tokens != pad_id)")
     if pad_id != 0 and torch.equal(mask, (tokens != 0)[:, None, :]):
         return (f"{what} treats 0 as the padding id and ignores the pad_id argument ({pad_id}): "
                 f"compare the tokens with pad_id")
@@ -97,7 +100,7 @@ def padding_mask_attention(k):
         what = f"padding_mask({side} tokens of shape {(b, t)}, pad_id={pad_id})"
         mask = as_tensor(k.call(what, fn, tokens, pad_id), what)
         if mask.dtype != torch.bool:
-            raise AssertionError(f"{what} has dtype {mask.dtype}: {DTYPE_HINT}")
+            raise AssertionError(additive_problem(mask, what) or f"{what} has dtype {mask.dtype}: {DTYPE_HINT}")
         named = padding_problem(mask, tokens, pad_id, what)
         suffix = f" ({named})" if named else ""
         real = tokens != pad_id          # (B, T) real queries

@@ -9,6 +9,8 @@ PyTorch's fused attention operators (banned at the dispatcher), nor
 mode they run on bmm and softmax, which the dispatcher cannot tell apart), nor
 the course's references.
 """
+import torch
+
 from ..kernel import Bans
 
 REFERENCES = {  # exercise -> its references in lib.multi_head, in the notebook's order
@@ -23,6 +25,14 @@ NOT_CONTIGUOUS_HINT = ("after a transpose the tensor is no longer contiguous in 
                        "regroup its last dims: use .reshape(...), or .contiguous().view(...)")
 LEADING_HINT = ("count dims from the end so that any leading dims work: x.shape[:-1], "
                 "transpose(-3, -2), unflatten(-1, ...) / flatten(-2)")
+
+
+def leading_dims_lost(actual, expected_shape, what, n_dims):
+    """With more than one leading dim, a result of another shape means they were not kept (code written for
+    exactly (B, T, d) or (B, h, T, d_k), as most projects' is): say so."""
+    if torch.is_tensor(actual) and n_dims > 3 + what.startswith("merge") and tuple(actual.shape) != tuple(expected_shape):
+        raise AssertionError(f"{what} has shape {tuple(actual.shape)}, expected {tuple(expected_shape)}: the leading "
+                             f"dims are not kept (code for one batch dim only); {LEADING_HINT}")
 
 
 def split_expected(x, h):

@@ -5,7 +5,7 @@ from lib.testing import assert_close, assert_shape
 
 from ..common import seeded
 from ..kernel import StudentError
-from . import LEADING_HINT, NOT_CONTIGUOUS_HINT, merge_expected, split_expected
+from . import LEADING_HINT, NOT_CONTIGUOUS_HINT, leading_dims_lost, merge_expected, split_expected
 
 
 def _hints(y):
@@ -51,6 +51,7 @@ def merge_heads_round_trip(k):
         split = split_expected(x, h)
         what = f"merge_heads(split_heads(x of shape {shape}, {h}))"
         back = merge(k, what, split, hint=hint)
+        leading_dims_lost(back, x.shape, what, split.dim())
         assert_close(back, x, what + " (the round trip must give x back)", atol=0, rtol=0, hints=_hints(split))
         y = torch.randn(*shape[:-2], h, shape[-2], shape[-1] // h, generator=g, dtype=torch.float64)
         what = f"split_heads(merge_heads(y of shape {tuple(y.shape)}), {h})"

@@ -8,7 +8,7 @@ from torch import nn
 
 from lib.testing import assert_close, assert_shape, is_close
 
-from ..common import module, seeded, unpack_pair
+from ..common import ALWAYS_CAUSAL, INVERTED_MASK, module, seeded, unpack_pair
 from ..kernel import StudentError
 
 PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
@@ -139,6 +139,9 @@ def _hints(params, d, h, query, key, value, mask):
         got = _variant(params, h, query, key, value, mask, **kwargs)
         if got is not None:
             hints[message] = got
+    t_q, t_k = query.shape[-2], key.shape[-2]
+    if mask is None and t_q == t_k:
+        hints[ALWAYS_CAUSAL] = expected(params, d, h, query, key, value, torch.ones(t_q, t_k, dtype=torch.bool).tril())
     return hints
 
 
@@ -256,9 +259,8 @@ def _mask_diagnosis(w, mask, what):
     blocked_get_all = (w.nan_to_num(0.0).abs() * allowed).amax().item() < 1e-6
     if leak > 1e-6 and (blocked_get_all or (w.nan_to_num(0.0) * allowed).sum() < (w.nan_to_num(0.0) * ~allowed).sum()):
         raise AssertionError(
-            f"{what}: the weights are non-zero where the mask is False. In this course True means 'may attend' "
-            f"(the opposite of nn.MultiheadAttention's attn_mask): set the scores where the mask is False (~mask) "
-            f"to -inf")
+            f"{what}: the weights are non-zero where the mask is False: {INVERTED_MASK}. Set the scores where "
+            f"the mask is False (~mask) to -inf")
 
 
 def MultiHeadAttention_mask(k):

@@ -1,10 +1,12 @@
 """split_heads(x, n_heads): (..., T, d) -> (..., n_heads, T, d / n_heads), head i = features i*d/h ... ."""
+import math
+
 import torch
 
 from lib.testing import assert_close, is_close
 
 from ..common import seeded
-from . import LEADING_HINT, split_expected
+from . import LEADING_HINT, leading_dims_lost, split_expected
 
 
 def _hints(x, h):
@@ -26,6 +28,12 @@ def _hints(x, h):
 def check_split(k, x, h, hint=""):
     what = f"split_heads(x of shape {tuple(x.shape)}, n_heads={h})"
     actual = k.call(what, k.student("split_heads"), x, h, hint=hint)
+    *lead, t, d = x.shape
+    if torch.is_tensor(actual) and tuple(actual.shape) == (math.prod(lead) * h, t, d // h) and h > 1:
+        raise AssertionError(f"{what} has shape {tuple(actual.shape)}: the heads are folded into the batch axis, "
+                             f"(B*h, T, d/h), as d2l's transpose_qkv does. Keep them as an axis of their own, "
+                             f"(B, h, T, d/h) = {(*lead, h, t, d // h)}")
+    leading_dims_lost(actual, (*lead, h, t, d // h), what, x.dim())
     try:
         assert_close(actual, split_expected(x, h), what, atol=0, rtol=0, hints=_hints(x, h))
     except AssertionError as e:

@@ -20,9 +20,13 @@ def build(k, name, max_len, d_model, inject=None):
     return layer, made, module(k, layer, made)
 
 
-def addition_hints(x, rows):
-    """The usual mistakes of forward, given the rows P[:T] that should be added."""
-    return {
+def addition_hints(x, rows, table=None):
+    """The usual mistakes of forward, given the rows P[:T] that should be added (and the whole table, if known)."""
+    hints = {} if table is None or x.shape[0] > table.shape[0] or x.shape[0] == x.shape[1] else {
+        "the table is indexed by x.size(0), the batch size, so every position of sentence b gets position vector "
+        "b (PyTorch's tutorial works sequence-first, (T, B, d)); x is batch-first here, (B, T, d): add "
+        "table[:x.size(1)]": x + table[:x.shape[0]][:, None, :]}
+    return hints | {
         "you returned the position vectors alone: return x plus the position vectors, not the vectors alone":
             rows.expand_as(x),
         "x came back unchanged: the position vectors are not added": x,

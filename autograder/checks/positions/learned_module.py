@@ -18,10 +18,12 @@ def _learned_table(info, max_len, d_model, made):
             f"nn.Parameter(...) or use nn.Embedding(max_len, d_model)")
     sizes = {name: int(torch.Size(t.shape).numel()) for name, t in params.items()}
     total = sum(sizes.values())
-    if len(params) == 1 and total == (max_len + 1) * d_model:
+    if len(params) == 1 and total % d_model == 0 and max_len < total // d_model <= max_len + 4:
+        extra = total // d_model - max_len
         raise AssertionError(
-            f"{made} has {max_len + 1} position vectors, one too many: positions run from 0 to max_len - 1, "
-            f"so max_len = {max_len} needs exactly {max_len} vectors ({max_len * d_model} trainable numbers)")
+            f"{made} has {max_len + extra} position vectors, {extra} too many: positions run from 0 to max_len - 1, "
+            f"so max_len = {max_len} needs exactly {max_len} vectors ({max_len * d_model} trainable numbers), with "
+            f"no offset (fairseq numbers positions from padding_idx + 1; here position 0 is the first token)")
     if total != max_len * d_model or len(params) != 1:
         shapes = ", ".join(f"{name} {t.shape}" for name, t in params.items())
         raise AssertionError(

@@ -23,7 +23,12 @@ def SinusoidalPositions_forward(k):
         x = torch.randn(batch, seq, d_model, generator=g)
         what = f"{made}(x of shape {tuple(x.shape)})"
         out = k.call(what, layer, x, hint=SLICE_HINT, inject=trusted)
-        hints = addition_hints(x, table[:seq])
+        again = k.call(f"{what}, called again", layer, x, hint=SLICE_HINT, inject=trusted)
+        if torch.is_tensor(out) and torch.is_tensor(again) and out.shape == again.shape and not torch.equal(out, again):
+            raise AssertionError(f"{what} gives another output when called again with the same x: it is random. Is "
+                                 f"there a dropout (The Annotated Transformer's PositionalEncoding has one)? forward "
+                                 f"adds the table and nothing else")
+        hints = addition_hints(x, table[:seq], table)
         if seq < max_len:
             hints["the positions start at 1: add rows 0..T-1 of the table, table[:T]"] = x + table[1:seq + 1]
         assert_close(out, x + table[:seq], what, hints=hints)

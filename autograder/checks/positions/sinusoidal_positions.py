@@ -51,7 +51,23 @@ def sinusoidal_positions_formula(k):
         if torch.is_tensor(pe) and pe.dtype != torch.float32 and pe.is_floating_point():
             raise AssertionError(f"{what} has dtype {pe.dtype}: build the table in float32, PyTorch's default "
                                  f"(for example from torch.arange(max_len, dtype=torch.float32))")
+        _layout(pe, what, d_model)
         assert_close(pe, expected_table(max_len, d_model), what, atol=atol, hints=_hints(max_len, d_model))
+
+
+def _layout(pe, what, d_model):
+    """Position 0 has angle 0 everywhere, so its row shows where the sines (0) and the cosines (1) sit, whatever
+    the frequencies: [0, 1, 0, 1, ...] here; [0, ..., 0, 1, ..., 1] in the two-halves layout (tensor2tensor's, and
+    some slides'); [1, 0, 1, 0, ...] with sin and cos swapped."""
+    if not torch.is_tensor(pe) or pe.dim() != 2 or pe.shape[1] != d_model or d_model < 4 or pe.dtype.is_complex:
+        return
+    row = pe[0].double()
+    half = d_model // 2
+    halves = torch.cat([torch.zeros(half), torch.ones(d_model - half)]).double()
+    if torch.allclose(row, halves, atol=1e-4):
+        raise AssertionError(f"{what}: row 0 is {[round(v, 3) for v in row.tolist()]}: the sines fill the first half "
+                             f"of the features and the cosines the second (concatenated halves). Interleave them: "
+                             f"sin at the even columns 2i, cos at the odd columns 2i+1, both of frequency i")
 
 
 def sinusoidal_positions_odd(k):

@@ -6,7 +6,7 @@ from torch import nn
 
 from lib.testing import assert_close, assert_shape, is_close
 
-from ..common import linear_problem, module, seeded, torch_mask
+from ..common import INVERTED_MASK, linear_problem, module, seeded, torch_mask
 from . import trusted_norms
 
 MHA = "(MultiHeadAttention from lib.multi_head)"
@@ -191,9 +191,8 @@ def _equals_torch(k, norm_first, seed):
             assert_shape(out, x.shape, f"output of {call}")
             if mask is not None and not torch.isfinite(out).all():
                 raise AssertionError(
-                    f"{call} gives NaN although every query may see at least one key: is the mask inverted? True "
-                    f"in src_mask means 'may attend': pass it on unchanged (only PyTorch's own layers, such as "
-                    f"nn.TransformerEncoderLayer, want the opposite, ~mask)")
+                    f"{call} gives NaN although every query may see at least one key. Perhaps {INVERTED_MASK}: "
+                    f"pass src_mask on unchanged (only PyTorch's own layers want the opposite, ~mask)")
             label = f"output of {call} (compared with nn.TransformerEncoderLayer, same weights)"
             try:
                 assert_close(out, expected, label)

@@ -35,6 +35,11 @@ def _hints(x, w, b, eps):
         "the weight and the bias are ignored: multiply the normalized x by weight, then add bias":
             _normalize(x, -1, eps),
         "only the weight is applied: add the bias too": _normalize(x, -1, eps) * w,
+        "this is RMS norm (T5's, LLaMA's): the mean is not subtracted. LayerNorm subtracts the mean, then divides by "
+        "the standard deviation, (x - mean) / sqrt(var + eps)": x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w,
+        "this is RMS norm with a bias: the mean is not subtracted. LayerNorm subtracts the mean, then divides by "
+        "the standard deviation, (x - mean) / sqrt(var + eps)":
+            x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w + b,
         "the weight and the bias are swapped: normalized * weight + bias": _normalize(x, -1, eps) * b + w,
         "the mean is the sum of the x_j: it is (1/d) * sum x_j (an erratum in some slides); "
         "use x.mean(dim=-1, keepdim=True)":

@@ -25,7 +25,11 @@ def _parameter(info, name, what):
         raise AssertionError(
             f"{what}.{name} is a {kind}, not an nn.Parameter: wrap it, self.{name} = nn.Parameter(...), "
             f"so that the module registers it and the optimizer trains it")
-    raise AssertionError(f"{what} has no parameter `{name}`: create self.{name} = nn.Parameter(...) in __init__")
+    others = ", ".join(n for n in info.params if n not in ("weight", "bias"))
+    named = f" (it has {others}: name them weight and bias, as nn.LayerNorm does, so that code and checkpoints " \
+            f"that expect those names find them)" if others else ""
+    raise AssertionError(f"{what} has no parameter `{name}`{named}: create self.{name} = nn.Parameter(...) in "
+                         f"__init__")
 
 
 def LayerNorm_parameters(k):

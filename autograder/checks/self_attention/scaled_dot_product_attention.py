@@ -5,7 +5,7 @@ import torch
 
 from lib.testing import assert_close, is_close
 
-from ..common import seeded, unpack_pair
+from ..common import INVERTED_MASK, seeded, unpack_pair
 from . import BATCH_HINT, expected_attention
 
 
@@ -84,8 +84,8 @@ def _mask_diagnosis(w, w_unmasked, mask, what, slips):
         if is_close(w, w_unmasked):
             raise AssertionError(f"{what}: the mask is ignored; fill the masked scores with -inf before the softmax")
         raise AssertionError(
-            f"{what}: weights are non-zero where the mask is False. True in the mask means 'may attend': "
-            f"fill the scores where the mask is False (~mask) with -inf, not where it is True")
+            f"{what}: weights are non-zero where the mask is False: {INVERTED_MASK}. Fill the scores where the "
+            f"mask is False (~mask) with -inf, not where it is True")
     sums = w.sum(-1)
     if torch.isfinite(sums).all() and not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
         raise AssertionError(

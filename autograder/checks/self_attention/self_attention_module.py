@@ -5,7 +5,7 @@ import torch
 
 from lib.testing import assert_close, assert_shape
 
-from ..common import linear_problem, module, seeded, unpack_pair
+from ..common import ALWAYS_CAUSAL, linear_problem, module, seeded, unpack_pair
 from . import expected_attention
 
 
@@ -41,6 +41,13 @@ def SelfAttention_module(k):
             }
             if mask is not None:
                 hints["the mask is ignored: pass it on to scaled_dot_product_attention"] = expected_attention(q, key, v)[1]
+            else:  # a decoder-only model's attention (nanoGPT's, say) hides the future whatever it is given
+                hints[ALWAYS_CAUSAL] = expected_attention(q, key, v, causal)[1]
+            if d != d_model:
+                scores = (q @ key.transpose(-2, -1) / math.sqrt(d_model))
+                scores = scores if mask is None else scores.masked_fill(~mask, float("-inf"))
+                hints["the scores are divided by sqrt(d_model), the input's width; divide by sqrt(d_k), the size of "
+                      "the queries and keys (the head size)"] = torch.softmax(scores, -1)
             assert_shape(out, (2, 5, d), f"output of {what}")
             assert_close(w, w_ref, f"weights of {what}", hints=hints)
             assert_close(out, out_ref, f"output of {what}", hints=hints)

@@ -8,6 +8,11 @@ from lib.testing import assert_close
 from ..common import seeded
 from . import BATCH_HINT
 
+# torch.bmm and transpose(1, 2) need exactly 3-D (batched) input
+UNBATCHED_HINT = ("x may be a single sequence (T, d), 2-D, or have more leading dims: torch.bmm and "
+                  "transpose(1, 2) need exactly 3-D input; use x @ x.transpose(-2, -1), which works for any "
+                  "number of leading dims")
+
 
 def _hints(x):
     scores = x @ x.transpose(-2, -1)
@@ -29,7 +34,7 @@ def simple_self_attention_reference(k):
         x = torch.randn(shape, generator=g)
         expected = torch.softmax(x @ x.transpose(-2, -1), -1) @ x
         what = f"simple_self_attention(x of shape {shape})"
-        actual = k.call(what, fn, x, hint=BATCH_HINT if len(shape) > 2 else "", inject=trusted)
+        actual = k.call(what, fn, x, hint=UNBATCHED_HINT if len(shape) != 3 else BATCH_HINT, inject=trusted)
         assert_close(actual, expected, what, hints=_hints(x))
     x = torch.randn(2, 6, 4, generator=g)
     perm = torch.randperm(6, generator=g)

@@ -1,7 +1,7 @@
 """softmax(x, dim=-1): numerically stable, from exp and sum."""
 import torch
 
-from lib.testing import assert_close, is_close
+from lib.testing import assert_close
 
 from ..common import seeded
 
@@ -37,9 +37,7 @@ def softmax_reference(k):
 
 
 def softmax_stable(k):
-    """No overflow for large inputs; -inf entries get weight 0. Judged against the student's own softmax of the
-    same rows shifted down to their maximum, 0 (softmax does not change when a row is shifted): whether the values
-    are right for ordinary inputs is softmax_reference's part, so one slip costs one part."""
+    """No overflow for large inputs; -inf entries get weight 0."""
     softmax = k.student("softmax")
     inf = float("inf")
     probes = [  # input, what it is, what a NaN or inf in the answer means
@@ -54,16 +52,7 @@ def softmax_stable(k):
     ]
     for values, what, nan_message in probes:
         x = torch.tensor(values)
-        shifted = x - x.amax(-1, keepdim=True)
-        same = k.call(f"softmax of the same rows shifted to a maximum of 0, {shifted.tolist()}", softmax, shifted,
-                      dim=-1)
-        if not is_close(same, torch.softmax(shifted, -1)):
-            continue  # wrong on ordinary inputs already: softmax_reference's part says why
         out = k.call(what, softmax, x, dim=-1)
         if torch.is_tensor(out) and out.shape == x.shape and not torch.isfinite(out).all():
             raise AssertionError(nan_message)
-        assert_close(out, same, f"{what}, compared with your softmax of the same rows shifted to a maximum of 0 "
-                                f"(softmax does not change when a row is shifted)")
-        if bool((out[x == -inf] != 0).any()):
-            raise AssertionError(f"{what} gives the -inf score weight {out[x == -inf].tolist()}: a -inf score must "
-                                 f"get weight exactly 0")
+        assert_close(out, torch.softmax(x, -1), what)
