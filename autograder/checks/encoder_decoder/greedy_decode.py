@@ -107,12 +107,8 @@ def greedy_decode_matches(k):
         here, there = _scripted(k, pad_id, 96 + pad_id, eos)
         what = f"greedy_decode(model, src {tuple(src.shape)}, max_len=9, bos_id={bos}, eos_id={eos})"
         out = _run(k, there, src, 9, bos, eos, what)
-        expected = _greedy(here, src, 9, bos, eos)
-        if not (out.shape == expected.shape and torch.equal(out, expected)):
-            hints = _hints(here, src, 9, bos, eos)
-            if not any(is_close(out, wrong) for wrong in hints.values()):
-                eos_problem(out, expected, f"{what} (model.pad_id={pad_id})", eos, pad_id)
-            assert_close(out, expected, f"{what} (model.pad_id={pad_id})", hints=hints)
+        _compare(out, _greedy(here, src, 9, bos, eos), f"{what} (model.pad_id={pad_id})",
+                 _hints(here, src, 9, bos, eos), eos, pad_id)
     pad_id, bos, eos = 4, 1, 2
     here, there = _transformer(k, pad_id, bos, eos, seed=TRANSFORMER_SEED)
     src, _ = batch(torch.Generator().manual_seed(TRANSFORMER_SEED + 100), 4, 7, 1, 11, 13, pad_id, [6, 4, 5, 3],
@@ -124,8 +120,17 @@ def greedy_decode_matches(k):
     if not k.describe(there).training:
         raise AssertionError(f"{what} switched the model to eval mode (model.eval() inside): leave the model's mode "
                              f"as the caller set it; the caller calls model.eval() before decoding")
-    assert_close(out, _greedy(here, src, 8, bos, eos), f"{what} (model.pad_id={pad_id})",
-                 hints=_hints(here, src, 8, bos, eos))
+    _compare(out, _greedy(here, src, 8, bos, eos), f"{what} (model.pad_id={pad_id})", _hints(here, src, 8, bos, eos),
+             eos, pad_id)
+
+
+def _compare(out, expected, what, hints, eos, pad_id):
+    """The ids against the expected ones: a known mistake named by its ids, else by how sentences end."""
+    if out.shape == expected.shape and torch.equal(out, expected):
+        return
+    if not any(is_close(out, wrong) for wrong in hints.values()):
+        eos_problem(out, expected, what, eos, pad_id)
+    assert_close(out, expected, what, hints=hints)
 
 
 def eos_problem(out, expected, what, eos, pad):
@@ -137,6 +142,11 @@ def eos_problem(out, expected, what, eos, pad):
         raise AssertionError(f"{what} contains no eos, though sentences end: eos itself is missing. Each sentence's "
                              f"ids run up to and including its eos, then model.pad_id ({pad})")
     rows = out.tolist()
+    unfinished = [i for i, row in enumerate(expected.tolist()) if eos not in row]
+    if out.shape == expected.shape and unfinished and all(rows[i][-1] == eos for i in unfinished):
+        raise AssertionError(f"{what}: sentence {unfinished[0]} reaches max_len without producing eos, yet its last "
+                             f"token is eos: eos is forced at max_len (as fairseq's generator does). Greedy decoding "
+                             f"writes the model's own choice at every step and simply stops at max_len")
     after = [row[row.index(eos) + 1:] for row in rows if eos in row]
     if out.shape[1] > expected.shape[1] and any(t != pad for rest in after for t in rest):
         raise AssertionError(f"{what} has shape {tuple(out.shape)}, expected {tuple(expected.shape)}: decoding keeps "

@@ -81,7 +81,24 @@ def apply_rotary_values(k):
         expected = rotary(x, positions)
         if torch.is_tensor(out) and out.dtype != dtype and out.shape == expected.shape:
             raise AssertionError(f"{what} returns dtype {out.dtype}: keep the dtype of x ({dtype})")
+        _partly_rotated(out, x, expected, what)
         assert_close(out, expected, what, atol=1e-5, rtol=1e-4, hints=_hints(x, positions))
+
+
+def _partly_rotated(out, x, expected, what):
+    """Features at the end left as they are, where the rotation moves them: only part of each vector is rotated
+    (GPT-NeoX's rotary_pct, GPT-J's rotary_dim)."""
+    if not torch.is_tensor(out) or out.shape != x.shape or out.dtype != x.dtype:
+        return
+    d = x.shape[-1]
+    kept = 0
+    while kept < d and torch.equal(out[..., d - 1 - kept], x[..., d - 1 - kept]):
+        kept += 1
+    moved = not torch.allclose(expected[..., d - kept:], x[..., d - kept:]) if kept else False
+    if 0 < kept < d and moved:
+        raise AssertionError(f"{what}: the last {kept} of {d} features come back unrotated: only part of each vector "
+                             f"is rotated (GPT-NeoX's rotary_pct, GPT-J's rotary_dim). Rotate every pair (2i, 2i+1), "
+                             f"i = 0 ... d/2 - 1")
 
 
 def apply_rotary_relative(k):

@@ -128,6 +128,8 @@ def _hints(params, d, h, query, key, value, mask):
     for message, kwargs in [
         ("the scores are divided by sqrt(d_model); each head's scores must be divided by sqrt(d_k), "
          "d_k = d_model / n_heads, the size of one head", {"scale_by": d}),
+        ("the scores are not scaled (T5's attention leaves them unscaled): divide each head's scores by "
+         "sqrt(d_k), d_k = d_model / n_heads", {"scale_by": 1}),
         ("the output projection w_o is missing: apply self.w_o to the merged heads", {"w_o": False}),
         ("the values are projected from the `key` argument: project them from `value`, w_v(value)",
          {"value_from_key": True}),
