@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -22,7 +21,8 @@ from time import monotonic
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import CaselessStrEnum
 
-from . import probe, proctree, settings
+from . import probe, proctree, settings, spawn
+from .zygote import FRESH
 
 # The most a kernel may send back for one judge's request, in bytes (characters of ASCII JSON), all its
 # replies together. The kernel side answers each request once, with at most probe.MAX_BYTES (64 MiB); grading
@@ -122,9 +122,10 @@ class SandboxedKernel:
     on Unix sockets in a folder under ``sockets``, driven with Jupyter's blocking client.
 
     The launcher is killed with the thread that started it (the sandbox's parent-death signal): start these
-    from a thread that lives as long as they should."""
+    from a thread that lives as long as they should. ``launch`` starts the launcher: a fresh process by default,
+    or a fork of a zygote (``autograder.zygote.Zygote.command``)."""
 
-    def __init__(self, env: dict, cwd: str, sockets: str, startup: float = 120):
+    def __init__(self, env: dict, cwd: str, sockets: str, startup: float = 120, launch=FRESH):
         from jupyter_client import BlockingKernelClient
         from jupyter_client.connect import write_connection_file
 
@@ -132,7 +133,7 @@ class SandboxedKernel:
         connection = os.path.join(self.folder, "kernel.json")
         write_connection_file(connection, ip=os.path.join(self.folder, "ipc"), transport="ipc",
                               key=uuid.uuid4().hex.encode())
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.sandbox", "-f", connection], env=env,
+        self.proc = subprocess.Popen([*launch, "-f", connection], env=env,
                                      cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         self.kc = BlockingKernelClient(connection_file=connection)
@@ -149,7 +150,7 @@ class SandboxedKernel:
 
     def cpu(self) -> float | None:
         """Processor seconds of the kernel and every process below its launcher, read from /proc."""
-        return proctree.cpu(self.proc.pid)
+        return proctree.cpu(spawn.launcher(self.proc.pid))
 
     def run(self, code: str, timeout: float, answer=None) -> Outcome:
         """Run ``code`` (not kept in the kernel's history). While it runs, an input request is answered with

@@ -5,7 +5,9 @@ with its own gradebook (into which the worker releases the assignments when it
 starts), so no two nbgrader processes ever share a database. ``grade_once``
 grades one submission in one of them: an ``nbgrader autograde --student``
 request to that folder's ``autograder.worker`` process, with a time limit, its
-kernel started by ``autograder.sandbox``; whatever goes wrong in the grader is
+kernel started by ``autograder.sandbox`` (forked, on Linux, from the run's
+``autograder.zygote``, which has imported PyTorch once for all the run's
+kernels); whatever goes wrong in the grader is
 caught and reported as its fault. The runners, ``autograder.pool`` (this
 machine) and ``autograder.cluster`` (Dask), drive many of these at once.
 """
@@ -33,6 +35,7 @@ from .nbgrader_run import make_course
 from .results import CellResult, NotebookResult, failure_line
 from .sandbox_log import limit_notes, sandbox_state
 from .worker import MARK
+from .zygote import FRESH, Zygote
 
 def _source_cells(assignment: str):
     """Solution cell ids and graded cells (id, points, manual?) of the source notebook."""
@@ -122,8 +125,10 @@ class Run:
             self.threads = threads or max(1, settings.default_jobs() // jobs)
             spec = self.dir / "jupyter" / "kernels" / "course-sandbox"
             spec.mkdir(parents=True)
+            # kernels forked from a process that has imported PyTorch already
+            self._zygote = Zygote.where_possible(self.dir, self._environ())
             (spec / "kernel.json").write_text(json.dumps({
-                "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
+                "argv": [*(self._zygote.command if self._zygote else FRESH), "-f", "{connection_file}"],
                 "display_name": "Python 3 (course grader)", "language": "python"}))
             self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
             (self.dir / "scratch").mkdir()
@@ -148,20 +153,28 @@ class Run:
                 return proc
             if proc is not None:
                 proc.stop()  # it may be running still, only not ready
-            env = dict(os.environ, JUPYTER_PATH=str(self.dir / "jupyter"), JUPYTER_RUNTIME_DIR=str(worker / "runtime"),
-                       **{settings.SOCKETS: str(self.dir / "s")}, OMP_NUM_THREADS=str(self.threads),
-                       MPLBACKEND="module://autograder.nodisplay", PATH=course.python_first())
+            env = dict(self._environ(), JUPYTER_PATH=str(self.dir / "jupyter"),
+                       JUPYTER_RUNTIME_DIR=str(worker / "runtime"), **{settings.SOCKETS: str(self.dir / "s")})
             proc = self._processes[worker] = Worker(worker, env)
         proc.wait_ready()  # outside the lock: close() can stop it meanwhile
         return proc
 
+    def _environ(self) -> dict:
+        """The environment of the workers, and of the kernels they start (of which they keep an allow-list)."""
+        return dict(os.environ, OMP_NUM_THREADS=str(self.threads), MPLBACKEND="module://autograder.nodisplay",
+                    PATH=course.python_first())
+
     def close(self):
-        """Stop every worker (their kernels die with them: see ``autograder.sandbox``) and remove the folder."""
+        """Stop every worker (their kernels die with them: see ``autograder.sandbox``) and the zygote, and remove
+        the folder."""
         with self._lock:
             self.closed = True
             procs = list(self._processes.values())
+            zygote, self._zygote = getattr(self, "_zygote", None), None
         for proc in procs:
             proc.stop()
+        if zygote is not None:
+            zygote.close()
         self._folder.close()
 
     def grade(self, worker: Path, student: str, assignment: str, path: Path, hide=()):

@@ -15,7 +15,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 
-from . import probe, proctree
+from . import probe, proctree, spawn
 from .channel import PROBE_REPLY_LIMIT, KernelStopped, reply_of, request_code
 from .results import JUDGE_BROKE
 
@@ -39,7 +39,7 @@ class RemoteTransport:
     def cpu(self) -> float | None:
         """Processor seconds used so far by the kernel and every process below its launcher, read by the grader
         from /proc (the kernel cannot change them), or None where they cannot be read."""
-        return proctree.cpu(getattr(getattr(self.executor.km, "provisioner", None), "pid", None))
+        return proctree.cpu(spawn.launcher(getattr(getattr(self.executor.km, "provisioner", None), "pid", None)))
 
 
 class Judging:

@@ -50,6 +50,7 @@ from .settings import Limits
 from .results import JUDGE_BROKE, failure_line
 from .sandbox_log import limit_notes, sandbox_state
 from .scan import suspicious
+from .zygote import FRESH, Zygote
 
 MODES = ("full", "points", "off")  # what a check shows: messages and points, points only, nothing
 MAX_REQUEST = 16 * 2**20  # bytes of one request (the history is cut to fit, oldest cells first, by the client)
@@ -277,6 +278,7 @@ class Service:
         (self.dir / "scratch").mkdir()
         self._views, self._lock = {}, threading.Lock()
         self.judging = threading.Semaphore(jobs)
+        self.zygote = Zygote.where_possible(self.dir, self._environ())  # kernels forked, PyTorch imported once
         self.spares = Spares(self._start, jobs, notebooks)
 
     def mode(self, aid: str) -> str:
@@ -293,12 +295,11 @@ class Service:
     def _start(self, aid: str) -> SandboxedKernel:
         """A sandboxed kernel for ``aid``, its imports done."""
         log = self.dir / f"sandbox-{os.urandom(8).hex()}.log"
-        env = dict(os.environ, **settings.Sandbox.of(
+        env = dict(self._environ(), **settings.Sandbox.of(
                        self.limits, view=str(self._view(aid)), keep=[course.release_notebook(aid).parent],
-                       hide=[self.dir], scratch_dir=self.dir / "scratch", log=log).environ(),
-                   OMP_NUM_THREADS=str(self.threads), MPLBACKEND="module://autograder.nodisplay",
-                   NBGRADER_EXECUTION="autograde", PATH=course.python_first())
-        kernel = SandboxedKernel(env, str(course.release_notebook(aid).parent), str(self.dir / "s"))
+                       hide=[self.dir], scratch_dir=self.dir / "scratch", log=log).environ())
+        kernel = SandboxedKernel(env, str(course.release_notebook(aid).parent), str(self.dir / "s"),
+                                 launch=self.zygote.command if self.zygote else FRESH)
         kernel.log = log
         try:
             warm = kernel.run(definitions(first_code(aid)) + "\nimport autograder.probe, lib.guard\n", 120)
@@ -407,8 +408,15 @@ class Service:
                 "max": sum(p["max"] for p in parts), "parts": parts, "mode": mode,
                 "notes": notes if mode == "full" else [], "sandbox": state}
 
+    def _environ(self) -> dict:
+        """The kernels' environment, less their sandbox's settings (of which they keep an allow-list)."""
+        return dict(os.environ, OMP_NUM_THREADS=str(self.threads), MPLBACKEND="module://autograder.nodisplay",
+                    NBGRADER_EXECUTION="autograde", PATH=course.python_first())
+
     def close(self) -> None:
         self.spares.close()
+        if self.zygote is not None:
+            self.zygote.close()
         self.folder.close()
 
 

@@ -42,6 +42,11 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
   grader's stays open, so nothing the kernel writes can pass for the grading
   worker's answers.
 
+A grading run forks each launcher from a process that has imported PyTorch
+already (``autograder.zygote``): there the kernel runs on in the launcher's
+fork, after every step above, where it would otherwise ``exec`` a fresh
+Python (``main`` returns what to run). Nothing above changes.
+
 Where no control group can be made (or ``settings.NO_CGROUP`` is set, as a
 test does), the process count falls back to
 ``RLIMIT_NPROC`` of the kernel's own uid (a uid of its own, or a user
@@ -64,6 +69,7 @@ import tempfile
 import time
 
 from autograder import cgroup, course, settings
+from autograder.spawn import die_with, forward_signals
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x20000000, 0x10000000
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
@@ -73,6 +79,7 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_DUMPABLE = 4
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
 WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the kernel's own
 UID_BASE = 1_500_000_000  # a root grader runs each kernel as UID_BASE + the launcher's pid: a uid no file has
@@ -93,6 +100,7 @@ ENVIRONMENT_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "TORCH_", "P
 SECCOMP_DENIED = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}  # add_key, request_key, keyctl
 
 _libc = ctypes.CDLL(None, use_errno=True)
+PRELOADED = False  # True in a launcher forked by autograder.zygote: the kernel runs on in this process
 
 
 def _check(ret, what):
@@ -296,26 +304,10 @@ def _to_nothing() -> None:
     os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
-def _die_with(parent: int) -> None:
-    """Be killed when ``parent`` (the grading worker that started this launcher) ends, however it ends: a
-    kernel left behind would grade on for nobody. The kernel, in turn, dies with the launcher, and every
-    process of its PID namespace with the kernel (see ``_start_kernel``)."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # it ended before the line above
-        os._exit(1)
-
-
-def _forward_signals(child: int) -> None:
-    def forward(signum, _frame):
-        try:
-            os.kill(child, signum)
-        except ProcessLookupError:
-            pass
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, forward)
-
-
-def main(argv) -> None:
+def main(argv, stub=None):
+    """Start the kernel (see the module's docstring). In a launcher forked by ``autograder.zygote`` (``stub``: the
+    socket to the ``autograder.spawn`` process that stands for it), returns in the kernel only, with the
+    (arguments, environment) to run ``ipykernel_launcher`` with; otherwise never returns."""
     parent = os.getppid()
     told = settings.Sandbox.from_environ(os.environ)
     hide, keep, view, memory, pids = told.hide, told.keep, told.view, told.memory, told.pids
@@ -356,22 +348,30 @@ def main(argv) -> None:
         except OSError as e:
             state["error"] = str(e)
     if isolated:
-        _die_with(parent)  # here: entering a user namespace clears the setting
+        # die with the grading worker that started this launcher (or the zygote that forked it), however it
+        # ends: a kernel left behind would grade on for nobody. The kernel, in turn, dies with the launcher, and
+        # every process of its PID namespace with the kernel (see _start_kernel). Set here: entering a user
+        # namespace clears it.
+        die_with(parent)
         state["namespaces"], state["network"] = True, sockets is not None
         kernel_argv = _private_connection(argv, connection, KERNEL_DIR)
         ready_r, ready_w = os.pipe()
         procfd = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)  # the host's: the kernel mounts its own over it
         child = os.fork()
         if child == 0:  # PID 1 of the new namespace: the kernel itself
+            job = None
             try:
+                if stub is not None:
+                    stub.close()
                 os.close(ready_w)
                 os.read(ready_r, 1)  # wait until it is in its control group and its sockets are linked
-                _start_kernel(kernel_argv, env, connection, sockets, fonts, memory, pids if group is None else 0,
-                              uid, user_namespace)
+                job = _start_kernel(kernel_argv, env, connection, sockets, fonts, memory,
+                                    pids if group is None else 0, uid, user_namespace)
             except BaseException as e:  # noqa: BLE001 - say why, then die: the grader sees a dead kernel
                 sys.stderr.write(f"autograder.sandbox: the kernel could not start: {e!r}\n")
-            finally:
+            if job is None:
                 os._exit(127)
+            return job
         os.close(ready_r)
         try:
             if group is not None:
@@ -379,11 +379,21 @@ def main(argv) -> None:
         finally:
             os.close(ready_w)
         _write_log(log, state)
-        _forward_signals(child)
+        forward_signals(child)
+        if stub is not None:
+            _end_with(stub, child)
         status = _link_sockets(socket_dir, sockets, child) if sockets is not None else None
         status, over = (status, []) if status is not None else _supervise(child, None if group else memory, procfd)
         _write_log(log, {"ended": True, "hits": over}, close=True)
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        code = os.waitstatus_to_exitcode(status) & 0xFF
+        if stub is not None:
+            _tell(stub, str(code))
+        os._exit(code)
+    if stub is not None:  # a forked launcher: the spawn process starts a fresh one, which does what follows
+        if group is not None:
+            group.remove()
+        _tell(stub, "usual")
+        os._exit(0)
     # limits only: no namespace could be had
     _write_log(log, state, close=True)
     if group is not None:
@@ -403,7 +413,7 @@ def main(argv) -> None:
         _drop_capabilities()
     _become(uid)
     if linux:
-        _die_with(parent)  # after _become, which clears it
+        die_with(parent)  # after _become, which clears it
     apply_limits(memory, pids if group is None else 0)
     _to_nothing()
     os.execve(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv], env)
@@ -444,7 +454,43 @@ def _start_kernel(argv, env, connection, sockets, fonts, memory, nproc, uid, use
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after _become, which clears it
     apply_limits(memory, nproc)
     _to_nothing()
+    if PRELOADED:  # autograder.zygote runs the kernel in this process
+        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after an exec: its own /proc files are its own
+        return argv, env
     os.execve(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv], env)
+
+
+def _end_with(stub, child: int) -> None:
+    """Kill the kernel (PID 1 of its namespace: all of it) when the spawn process standing for this launcher
+    ends; nbgrader's kernel manager kills that process to stop the kernel. A signal (SIGIO) says when the
+    socket to it closes: a process that made a PID namespace can start no thread."""
+    import fcntl
+    import socket
+
+    def check(_signum=None, _frame=None):
+        try:
+            if stub.recv(64, socket.MSG_DONTWAIT):
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    signal.signal(signal.SIGIO, check)
+    fd = stub.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    check()  # it may have ended already
+
+
+def _tell(stub, word: str) -> None:
+    try:
+        stub.sendall(word.encode() + b"\n")
+    except OSError:
+        pass
 
 
 def _supervise(child: int, memory: int | None, procfd: int):

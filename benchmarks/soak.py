@@ -23,7 +23,8 @@ that ``grade``, at scale and among hostile neighbours, disagrees with the judges
 
 While ``grade`` runs, every 0.5 s, the processes of this run are counted: the grade command and its
 descendants, and processes that look like the grader's (a sandbox uid, >= 1,500,000,000, or
-``ipykernel_launcher`` / ``autograder.sandbox`` / ``autograder.worker`` in their command line)
+``ipykernel_launcher`` / ``autograder.sandbox`` / ``autograder.worker`` / ``autograder.zygote`` /
+``autograder/spawn.py`` in their command line)
 hanging from no other process tree (orphans, born during the run). Other runs on the machine are
 not counted. ``grade`` gets a fresh, empty TMPDIR: whatever is left in it afterwards was left by this
 run; so are new control groups named ``autograder-*`` (but those of another run's live launcher).
@@ -63,7 +64,8 @@ from tests.test_isolation import _attacker_source  # noqa: E402
 
 AID = hc.AID
 SANDBOX_UID = 1_500_000_000
-GRADER_COMMANDS = (b"ipykernel_launcher", b"autograder.sandbox", b"autograder.worker")
+GRADER_COMMANDS = (b"ipykernel_launcher", b"autograder.sandbox", b"autograder.worker", b"autograder.zygote",
+                   b"autograder/spawn.py")
 
 
 @dataclass
@@ -217,7 +219,8 @@ class Watch(threading.Thread):
             self.peak = max(self.peak, len(now))
             self.seen |= now
             for pid, _ in now:
-                if pid not in self.folders and b"autograder.sandbox" in procs[pid].cmdline:
+                if pid not in self.folders and (b"autograder.sandbox" in procs[pid].cmdline
+                                                or b"autograder/spawn.py" in procs[pid].cmdline):
                     try:
                         self.folders[pid] = os.readlink(f"/proc/{pid}/cwd")
                     except OSError:

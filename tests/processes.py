@@ -30,6 +30,27 @@ def command(pid: int) -> str:
         return ""
 
 
+def name(pid: int) -> str:
+    """What ps shows a process as (/proc/PID/comm): the zygote's forks name themselves (autograder.zygote)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def kernels_below(worker: int) -> set:
+    """The pids of the processes a grading worker's kernels run in: below the worker, or below the launcher
+    that the zygote forked for one of its spawn processes."""
+    from autograder import spawn
+    found = {pid for pid, _ in descendants(worker)}
+    for pid in list(found):
+        launcher = spawn.launcher(pid)
+        if launcher != pid:
+            found |= {launcher} | {p for p, _ in descendants(launcher)}
+    return found
+
+
 class Watch:
     """Every process seen below ``root`` while it runs; ``peak`` is the most seen at once."""
 

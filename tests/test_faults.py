@@ -37,7 +37,8 @@ from autograder.sandbox import UID_BASE
 from tests.hostile_cases import AID, FULL, SOL, WRONG_SOFTMAX
 from autograder.report import needs_review
 from tests.test_hostile import per_exercise
-from tests.processes import Watch, as_in_a_terminal, command, descendants
+from tests.processes import Watch, as_in_a_terminal, command, descendants, kernels_below
+from tests.processes import name as process_name
 from tests.submissions import make_submission
 
 SLOW = "import time\ntime.sleep({})\n"
@@ -163,7 +164,8 @@ def test_a_killed_grader_leaves_no_process_and_the_next_run_cleans_up_and_comple
 
 
 def _kernels(root: int) -> list:
-    return [pid for pid, _ in descendants(root) if "ipykernel_launcher" in command(pid)]
+    return [pid for pid, _ in descendants(root)
+            if "ipykernel_launcher" in command(pid) or process_name(pid) == "grader-kernel"]  # exec'd, or forked
 
 
 def _workers(root: int) -> list:
@@ -192,7 +194,7 @@ def test_a_worker_killed_mid_notebook_is_replaced_and_the_notebook_graded_again(
     wait_for(lambda: ages.older_than(4) or proc.poll() is not None)
     kernel = ages.older_than(4)
     assert kernel, "no kernel was running when expected"
-    [worker] = [w for w in _workers(proc.pid) if kernel in {pid for pid, _ in descendants(w)}]
+    [worker] = [w for w in _workers(proc.pid) if kernel in kernels_below(w)]
     os.kill(worker, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=600)
     watch.stop()

@@ -9,7 +9,8 @@ LAYERS = [
     # plain facts and data: where the course is, the settings, the results model, files, processes, the scan
     {"settings", "course", "results", "files", "scratch", "proctree", "scan", "cgroup", "nodisplay"},
     # building blocks: the kernel's side of the channel, the sandbox, intake, bundles, nbgrader's commands
-    {"probe", "sandbox", "sandbox_log", "intake", "bundle", "fingerprint", "nbgrader_run", "report", "release"},
+    {"probe", "sandbox", "zygote", "spawn", "sandbox_log", "intake", "bundle", "fingerprint", "nbgrader_run", "report",
+     "release"},
     # the judges, one module per exercise
     {"checks"},
     # the grader's end of a kernel, and the process that runs nbgrader

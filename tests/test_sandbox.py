@@ -221,3 +221,97 @@ def test_a_course_elsewhere_stays_hidden(tmp_path):
         assert re.search(r"softmax\s+3 / 3", proc.stdout), proc.stdout + proc.stderr
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+
+
+FORKED = '''
+import gc, json, os, sys
+run = {run!r}
+held = set()
+for o in gc.get_objects():
+    items = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else ()
+    # its own folder and view, and this cell's code, it knows anyway
+    held.update(x for x in items if isinstance(x, str) and run in x and x not in os.getcwd() and "/view/" not in x
+                and "run = " not in x)
+seen = {{"argv": sys.orig_argv, "held": sorted(held)[:5],
+        "modules": sorted(str(getattr(m, "__file__", "")) for n, m in list(sys.modules.items())
+                          if n.split(".")[0] in ("autograder", "lib"))}}
+print("SEEN" + json.dumps(seen))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks kernels on Linux")
+def test_kernels_forked_from_the_zygote_hold_nothing_of_the_graders(tmp_path):
+    """Kernels start from a process that imported PyTorch once (autograder.zygote): each still imports the
+    course's modules from its own view only, and holds no path of the grader's scratch folder."""
+    from autograder import scratch
+    look = FORKED.format(run=scratch.PREFIX)
+    paths = [make_submission(AID, tmp_path / f"s{i}" / f"{AID}.ipynb", {"softmax": solution_sources(AID)["softmax"]
+                                                                         + look}) for i in range(2)]
+    results = grade_many([(f"s{i}", AID, p) for i, p in enumerate(paths)], jobs=1, keep_autograded=tmp_path / "kept")
+    seen = []
+    for r in results:
+        assert r.auto_score == r.auto_max, [(c.grade_id, c.message) for c in r.cells]
+        if r.sandbox != "isolated":
+            pytest.skip(f"no namespaces here ({r.sandbox}): kernels start as fresh processes")
+        nb = nbformat.read(tmp_path / "kept" / r.student / AID / f"{AID}.ipynb", as_version=4)
+        text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+        seen.append(json.loads(re.search(r"SEEN(\{.*\})", text).group(1)))
+    for s in seen:
+        assert "autograder.zygote" in s["argv"] and not any(scratch.PREFIX in a for a in s["argv"]), s["argv"]
+        assert not s["held"], s["held"]
+        assert all("/view/" in m or m == "None" for m in s["modules"]), s["modules"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks kernels on Linux")
+def test_a_forked_kernel_draws_its_own_numbers_is_timed_through_its_launcher_and_dies_with_its_spawn_process(
+        tmp_path):
+    """Kernels forked from one zygote get random generators of their own (a fork copies their state). The grader
+    times a judge's request by the processor time of the kernel's process tree: for a forked kernel that is the
+    launcher's tree, not the spawn process nbgrader started. Killing that process (as nbgrader does to stop a
+    kernel) ends the launcher and the kernel."""
+    import time
+
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpec
+
+    from autograder import proctree, spawn
+    from autograder.zygote import Zygote
+    folder = tmp_path / "run"
+    folder.mkdir()
+    zygote = Zygote(folder, dict(os.environ))
+    spec = KernelSpec(argv=[*zygote.command, "-f", "{connection_file}"], display_name="forked", language="python")
+    managers = [KernelManager(), KernelManager()]
+    draws = []
+    try:
+        for km in managers:
+            km._kernel_spec = spec
+            km.start_kernel(cwd=str(tmp_path))
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=120)
+            said = []
+            kc.execute_interactive("import random, numpy; print(random.random(), numpy.random.rand())", timeout=60,
+                                   output_hook=lambda msg: said.append(msg["content"].get("text", "")))
+            draws.append("".join(said).split())
+        assert len(draws[0]) == 2 and all(a != b for a, b in zip(*draws)), draws
+        stub = km.provisioner.pid
+        launcher = spawn.launcher(stub)
+        assert launcher != stub and proctree.read(launcher) is not None
+        before = proctree.cpu(launcher)
+        kc.execute_interactive("import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass",
+                               timeout=60)
+        assert proctree.cpu(launcher) - before >= 0.8
+        kernels = set(proctree.below(launcher))
+        assert kernels
+        kc.stop_channels()
+        os.kill(stub, 9)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(proctree.read(p) for p in kernels | {launcher}):
+            time.sleep(0.1)
+        left = [p for p in kernels | {launcher} if (r := proctree.read(p)) is not None and r.state != "Z"]
+        assert not left, f"still running after their spawn process was killed: {left}"
+    finally:
+        for km in managers:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+        zygote.close()
