@@ -8,6 +8,16 @@ from .kernel import Kernel, ModuleInfo, Remote
 INVERTED_MASK = ("the mask's polarity is inverted: True is taken as 'masked', the convention of PyTorch's attn_mask "
                  "and key_padding_mask (nn.MultiheadAttention, nn.Transformer*). In this course True means 'may "
                  "attend'")
+ADDED_MASK = ("the boolean mask is added to the scores (True counts as 1, False as 0), the way an additive float "
+              "mask is used (timm's and Hugging Face's attention add theirs): a masked key keeps its weight. Fill the "
+              "scores where the mask is False with -inf instead")
+
+
+def added_mask(scores, mask):
+    """The weights attention gives when it adds a boolean ``mask`` to ``scores`` (the slip ``ADDED_MASK`` names)."""
+    return torch.softmax(scores + mask.to(scores.dtype), -1)
+
+
 ALWAYS_CAUSAL = ("a causal mask is applied although none was given (mask=None): a decoder-only model's attention "
                  "(nanoGPT's, say) always hides the future, but this layer masks only with the mask it is given")
 

@@ -37,6 +37,16 @@ def stack_attention(x, n_layers):
         combined = combined @ w
     return h, combined
 ''', ("stack_attention_combined",), "wrong order"),
+    Mistake("stack combining the layers by attention rollout ((A + I) / 2)", "stack_attention", '''
+def stack_attention(x, n_layers):
+    T = x.shape[-2]
+    h, combined = x, torch.eye(T, dtype=x.dtype)
+    for _ in range(n_layers):
+        h, w = scaled_dot_product_attention(h, h, h)
+        w = w + torch.eye(T, dtype=x.dtype)
+        combined = (w / w.sum(-1, keepdim=True)) @ combined
+    return h, combined
+''', ("stack_attention_combined",), "attention rollout"),
     Mistake("stack attends over the original x every time", "stack_attention", '''
 def stack_attention(x, n_layers):
     T = x.shape[-2]

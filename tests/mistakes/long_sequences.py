@@ -260,6 +260,8 @@ MISTAKES = [
     a, b = x[..., 0::2], x[..., 1::2]
     return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
 '''), R_VALUES, "10000^(-i/d)"),
+    Mistake("rotary base 500000 (LLaMA 3's rope_theta)", "apply_rotary", rotary(ROTARY_RIGHT.replace(
+        "10000 ** (-torch", "500000 ** (-torch")), R_VALUES, "the base 5e+05"),
     Mistake("rotary frequencies 10000^(+2i/d)", "apply_rotary", rotary(ROTARY_RIGHT.replace("10000 ** (-torch", "10000 ** (torch")),
             R_VALUES, "10000^(+2i/d)"),
     Mistake("rotary ignores positions (uses 0..T-1)", "apply_rotary", rotary(ROTARY_RIGHT.replace(

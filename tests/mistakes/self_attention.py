@@ -106,6 +106,14 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     w = softmax(scores, dim=-1)
     return w @ v, w
 ''', ("scaled_dot_product_attention_mask",), "polarity is inverted"),
+    Mistake("boolean mask added to the scores", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+    w = softmax(scores, dim=-1)
+    return w @ v, w
+''', ("scaled_dot_product_attention_mask",), "the boolean mask is added to the scores"),
     Mistake("mask ignored", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     w = softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)

@@ -112,6 +112,11 @@ def stack_attention_combined(k):
         hints = _product_hints(layers, t, x.dtype) if n >= 2 else {}
         hints[f"combined is the product of {n + 1} layers' weights, one too many: loop exactly n_layers times"] = \
             _stack(x, n + 1)[1]
+        rollout = torch.eye(t, dtype=x.dtype)
+        for w in layers:  # Abnar & Zuidema's attention rollout: each layer's weights averaged with the identity
+            rollout = (w + torch.eye(t, dtype=x.dtype)) / 2 @ rollout
+        hints["combined adds the identity to each layer's weights and renormalises ((A + I) / 2: attention rollout, "
+              "which counts a residual connection); these layers have none, so combined = A_L @ ... @ A_1"] = rollout
         if n >= 2:  # the same slips as in out (stack_attention_output), seen in combined
             hints[f"combined is the product of {n - 1} layers' weights, one too few: loop exactly n_layers "
                   f"times"] = _stack(x, n - 1)[1]

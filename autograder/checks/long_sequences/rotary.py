@@ -12,13 +12,13 @@ PAIRS_HINT = ("x[..., 0::2] and x[..., 1::2] are the two halves of the pairs (2i
               "on a new last dimension and flatten it to interleave them again")
 
 
-def rotary(x, positions, halves=False, freq="2i/d", sign=1.0, ignore_positions=False, swap=False):
+def rotary(x, positions, halves=False, freq="2i/d", sign=1.0, ignore_positions=False, swap=False, base=10000.0):
     """The rotation computed here (in float64), or with one mistake put in on purpose."""
     d = x.shape[-1]
     p = torch.arange(x.shape[-2]) if ignore_positions else positions
     i = torch.arange(d // 2, dtype=torch.float64)
     exponent = {"2i/d": -2 * i / d, "i/d": -i / d, "+2i/d": 2 * i / d}[freq]
-    angle = p.to(torch.float64)[..., None] * 10000.0 ** exponent            # (T, d/2)
+    angle = p.to(torch.float64)[..., None] * base ** exponent            # (T, d/2)
     cos, sin = angle.cos(), sign * angle.sin()
     if swap:
         cos, sin = sin, cos
@@ -82,7 +82,32 @@ def apply_rotary_values(k):
         if torch.is_tensor(out) and out.dtype != dtype and out.shape == expected.shape:
             raise AssertionError(f"{what} returns dtype {out.dtype}: keep the dtype of x ({dtype})")
         _partly_rotated(out, x, expected, what)
+        _other_base(out, x, positions, what)
         assert_close(out, expected, what, atol=1e-5, rtol=1e-4, hints=_hints(x, positions))
+
+
+def _other_base(out, x, positions, what):
+    """A rotation by p * base^(-2i/d) with another base than 10000 (LLaMA 3's 500000, Mistral's 10^6, a base
+    scaled for longer contexts): the base read off the angle of pair 1 at the first position p in (0, 1]."""
+    d = x.shape[-1]
+    if not torch.is_tensor(out) or out.shape != x.shape or d < 4 or positions.dim() != 1:
+        return
+    rows = [t for t, p in enumerate(positions.tolist()) if 0 < p <= 1]
+    if not rows:
+        return
+    t, p = rows[0], float(positions[rows[0]])
+    a, b = x[..., t, 2].double(), x[..., t, 3].double()
+    a2, b2 = out[..., t, 2].double(), out[..., t, 3].double()
+    angle = torch.atan2(a * b2 - b * a2, a * a2 + b * b2).flatten()[0].item() / p  # = base^(-2/d)
+    if not 0 < angle < 1:
+        return
+    base = angle ** (-d / 2)
+    other = rotary(x, positions, base=base).double()
+    if abs(base - 10000.0) / 10000.0 < 1e-3 or not torch.allclose(out.double(), other, atol=1e-4, rtol=1e-3):
+        return
+    raise AssertionError(f"{what}: the frequencies use the base {base:.4g} (pair i turns by p * {base:.4g}^(-2i/d)); "
+                         f"this exercise uses 10000, as notebook 02's table and the RoFormer paper do: "
+                         f"p * 10000^(-2i/d)")
 
 
 def _partly_rotated(out, x, expected, what):

@@ -5,7 +5,7 @@ import torch
 
 from lib.testing import assert_close, is_close
 
-from ..common import INVERTED_MASK, seeded, unpack_pair
+from ..common import ADDED_MASK, INVERTED_MASK, added_mask, seeded, unpack_pair
 from . import BATCH_HINT, expected_attention
 
 
@@ -128,7 +128,9 @@ def scaled_dot_product_attention_mask(k):
         what = f"attention with {name}"
         out, w = _attend(k, what, q, key, v, mask)
         if not _masks_its_own_attention(k, q, key, v, mask, w_unmasked, out, w):
-            _mask_diagnosis(w, w_unmasked, mask, what, _scaling_hints(q, key, v, mask))
+            slips = _scaling_hints(q, key, v, mask)
+            slips[ADDED_MASK] = added_mask(q @ key.transpose(-2, -1) / 2.0, mask)
+            _mask_diagnosis(w, w_unmasked, mask, what, slips)
             assert_close(w, w_ref, f"weights of {what}")
             assert_close(out, out_ref, f"output of {what}")
         v2 = v.clone()

@@ -5,7 +5,7 @@ import torch
 
 from lib.testing import assert_close, assert_shape
 
-from ..common import ALWAYS_CAUSAL, linear_problem, module, seeded, unpack_pair
+from ..common import ADDED_MASK, ALWAYS_CAUSAL, added_mask, linear_problem, module, seeded, unpack_pair
 from . import expected_attention
 
 
@@ -41,6 +41,7 @@ def SelfAttention_module(k):
             }
             if mask is not None:
                 hints["the mask is ignored: pass it on to scaled_dot_product_attention"] = expected_attention(q, key, v)[1]
+                hints[ADDED_MASK] = added_mask(q @ key.transpose(-2, -1) / math.sqrt(d), mask)
             else:  # a decoder-only model's attention (nanoGPT's, say) hides the future whatever it is given
                 hints[ALWAYS_CAUSAL] = expected_attention(q, key, v, causal)[1]
             if d != d_model:
