@@ -79,7 +79,7 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 24, 1, 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-PR_SET_DUMPABLE = 4
+PR_SET_DUMPABLE, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 47, 4
 FILE_LIMIT = 512 * 2**20  # no file written by student code grows past 512 MiB
 WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the kernel's own
 UID_BASE = 1_500_000_000  # a root grader runs each kernel as UID_BASE + the launcher's pid: a uid no file has
@@ -286,6 +286,28 @@ def _drop_capabilities() -> None:
     _deny_system_calls()
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _no_capabilities() -> None:
+    """Empty the permitted, effective, inheritable and ambient sets, and make sure they are empty. An ``exec``
+    empties them anyway (the bounding set is empty by now); a kernel forked from the zygote runs without one, and
+    inside a user namespace of its own it would otherwise keep every capability there (enough to take the covers
+    off the grader's folders)."""
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()), "capset")  # version 3
+    with open("/proc/self/status") as f:
+        left = [line for line in f if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))
+                and int(line.split(":")[1], 16)]
+    if left:
+        raise OSError(f"capabilities left: {left}")
+
+
 def _become(uid) -> None:
     """Run as ``uid`` (a number of its own, no supplementary groups): no longer root, so no file of root's
     and no control group setting can be written, and the process limit counts this sandbox alone."""
@@ -453,6 +475,7 @@ def _start_kernel(argv, env, connection, sockets, fonts, memory, nproc, uid, use
     _become(uid)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after _become, which clears it
     apply_limits(memory, nproc)
+    _no_capabilities()
     _to_nothing()
     if PRELOADED:  # autograder.zygote runs the kernel in this process
         _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after an exec: its own /proc files are its own

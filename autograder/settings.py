@@ -131,6 +131,8 @@ class Sandbox:
                   SCRATCH_MB: str(self.scratch_mb), SCRATCH_DIR: str(self.scratch_dir), SANDBOX_LOG: str(self.log)}
         return {k: v for k, v in values.items() if v}
 
+    NAMES = (VIEW, KEEP, HIDE, MEMORY, PIDS, SCRATCH_MB, SCRATCH_DIR, SANDBOX_LOG)  # what environ() may set
+
     @classmethod
     def from_environ(cls, environ) -> "Sandbox":
         """Read back; started without the grader's settings (say, by stock nbgrader), the defaults apply."""

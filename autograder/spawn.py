@@ -1,9 +1,12 @@
 """The grading kernelspec's command where a zygote runs (``autograder.zygote``):
 
-    python -I -S spawn.py ZYGOTE_SOCKET -f CONNECTION_FILE
+    python -I -S spawn.py ZYGOTE_SOCKET NAMES PREFIXES -f CONNECTION_FILE
 
 It asks the zygote to fork a sandbox launcher with this process's arguments,
-folder, environment and standard streams, then stands for it in nbgrader's
+folder and standard streams, and the variables of its environment that a
+launcher reads (named in NAMES, or starting with one of PREFIXES, both
+comma-separated: nothing else of the grader's environment may reach a
+kernel's memory, which a fork does not wipe), then stands for it in nbgrader's
 kernel manager: it passes on the signals it gets (an interrupt, say), ends
 with the launcher's exit code, and when it is killed, the launcher sees its
 socket close and ends the kernel. Where there is no zygote, or the launcher
@@ -20,6 +23,7 @@ import socket
 import sys
 
 PR_SET_PDEATHSIG = 1
+STARTUP = 120  # seconds the zygote may take to fork a launcher before a fresh one is started instead
 LAUNCHERS = "launchers"  # beside the zygote's socket: a file per spawn process, named by its pid, holding its launcher's
 
 
@@ -63,7 +67,7 @@ def _usual(argv) -> None:
     os.execv(sys.executable, [sys.executable, "-m", "autograder.sandbox", *argv])
 
 
-def main(where: str, argv: list) -> None:
+def main(where: str, names: str, prefixes: str, argv: list) -> None:
     die_with(os.getppid())  # the grading worker
     try:
         cwd = os.getcwd()
@@ -73,11 +77,15 @@ def main(where: str, argv: list) -> None:
             conn.connect(os.path.basename(where))
         finally:
             os.chdir(cwd)
-        data = json.dumps({"argv": argv, "cwd": cwd, "env": dict(os.environ)}).encode()
+        wanted, starts = set(names.split(",")), tuple(filter(None, prefixes.split(",")))
+        env = {k: v for k, v in os.environ.items() if k in wanted or k.startswith(starts)}
+        data = json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode()
         conn.sendall(len(data).to_bytes(8, "big"))
         conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+        conn.settimeout(STARTUP)
         reader = conn.makefile("rb")
         pid = json.loads(reader.readline())["pid"]
+        conn.settimeout(None)
         os.makedirs(os.path.dirname(_record(where)), exist_ok=True)
         with open(_record(where), "w") as f:  # for the grader's processor clock (``launcher``)
             f.write(str(pid))
@@ -92,8 +100,12 @@ def main(where: str, argv: list) -> None:
         code = int(said)
     except ValueError:
         code = 1
+    try:
+        os.unlink(_record(where))
+    except OSError:
+        pass
     os._exit(code)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:])

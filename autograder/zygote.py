@@ -48,9 +48,16 @@ class Zygote:
     sees; ``command`` is what a kernelspec's argv starts with (``-f CONNECTION_FILE`` follows)."""
 
     def __init__(self, folder: Path, environ: dict):
+        from . import settings
+        from .sandbox import ENVIRONMENT, ENVIRONMENT_PREFIXES
         self.socket = Path(folder) / SOCKET
         self.proc = start(Path(folder), environ)
-        self.command = [sys.executable, "-I", "-S", str(Path(__file__).with_name("spawn.py")), str(self.socket)]
+        # the variables a launcher reads (its settings, the kernel's allow-list, where matplotlib's cache is):
+        # spawn sends no other, so that nothing else of the grader's environment reaches the kernel's memory
+        names = sorted({*settings.Sandbox.NAMES, settings.NO_CGROUP, settings.NO_NAMESPACES, "COURSE_ROOT", "HOME",
+                        "XDG_CACHE_HOME", "MPLCONFIGDIR", *ENVIRONMENT})
+        self.command = [sys.executable, "-I", "-S", str(Path(__file__).with_name("spawn.py")), str(self.socket),
+                        ",".join(names), ",".join(ENVIRONMENT_PREFIXES)]
 
     @classmethod
     def where_possible(cls, folder: Path, environ: dict) -> "Zygote | None":
@@ -78,9 +85,12 @@ def start(folder: Path, environ: dict) -> subprocess.Popen:
     (or the grader's end) ends the zygote. The folder goes on that pipe, not on its command line, which every
     kernel it forks reads as its own (``sys.orig_argv``)."""
     from .sandbox import kernel_environment
+    env = kernel_environment(environ)
+    if environ.get("COURSE_ROOT"):  # where the course is: the launchers cover it
+        env["COURSE_ROOT"] = environ["COURSE_ROOT"]
     proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote"], cwd=Path(__file__).resolve().parent.parent,
-                            env=kernel_environment(environ), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # a terminal's Ctrl-C goes to the grader, which ends it
     proc.stdin.write(os.fsencode(folder) + b"\n")
     proc.stdin.flush()
     if proc.stdout.readline().strip() != b"listening":
@@ -104,7 +114,9 @@ def _serve():
         os.umask(old)
     listener.listen(64)
     os.write(1, b"listening\n")
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
     for name in PRELOAD:
         importlib.import_module(name)
     BASE_PATH[:] = sys.path[1:]
@@ -115,16 +127,27 @@ def _serve():
         if 0 in ready:  # the run closed its end, or the grader is gone
             sys.exit(0)
         if listener in ready:
-            conn, _ = listener.accept()
-            if os.fork() == 0:
-                listener.close()
-                return _launch(conn)
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            try:
+                if _peer_uid(conn) in (os.getuid(), 0) and os.fork() == 0:
+                    listener.close()
+                    return _launch(conn)
+            except OSError:
+                pass  # no fork (a limit reached): spawn sees the socket close and starts a fresh launcher
             conn.close()
 
 
 def _name(which: str) -> None:
     import ctypes
     ctypes.CDLL(None).prctl(15, ctypes.c_char_p(NAMES[which]), 0, 0, 0)  # PR_SET_NAME
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    import struct
+    return struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
 
 
 def _reap() -> None:
@@ -142,6 +165,8 @@ def _launch(conn: socket.socket):
     import array
     import random
     from . import sandbox
+    from .spawn import die_with
+    die_with(os.getppid())  # the zygote
     os.setsid()  # as nbgrader starts a kernel: a session of its own
     _name("launcher")
     head = b""

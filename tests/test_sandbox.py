@@ -315,3 +315,90 @@ def test_a_forked_kernel_draws_its_own_numbers_is_timed_through_its_launcher_and
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
         zygote.close()
+
+
+CAPS = '''
+import ctypes, json
+caps = {{line.split(":")[0]: int(line.split(":")[1], 16) for line in open("/proc/self/status")
+        if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd"))}}
+print("SEEN" + json.dumps({{"caps": caps, "umount": ctypes.CDLL(None, use_errno=True).umount2({root!r}.encode(), 2)}}))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+                    reason="needs Linux and root, to take CAP_SYS_ADMIN away")
+@pytest.mark.parametrize("user_namespace", [False, True], ids=["root", "user-namespace"])
+def test_the_kernel_has_no_capability_and_cannot_take_a_cover_off(tmp_path, user_namespace):
+    """Whether the launcher made the namespaces as root or inside a user namespace of its own (root without
+    CAP_SYS_ADMIN, as in a container), the kernel has no capability left (an exec would empty the sets; a kernel
+    forked from the zygote has none to empty them), so it cannot unmount the cover over the course."""
+    look = CAPS.format(root=str(course.ROOT))
+    code = (f"import json; from pathlib import Path; from tests.test_sandbox import _seen; "
+            f"r, seen = _seen(Path({str(tmp_path)!r}), look={look!r}); print('RESULT' + json.dumps([r.sandbox, seen]))")
+    if user_namespace:
+        probe = [sys.executable, "-c", "import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare(0x10000000) != 0)"]
+        if subprocess.run(probe, preexec_fn=_without_sys_admin).returncode != 0:
+            pytest.skip("user namespaces are switched off on this machine")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=course.ROOT, capture_output=True, text=True, timeout=600,
+                          preexec_fn=_without_sys_admin if user_namespace else None)
+    found = re.search(r"RESULT(\[.*\])", proc.stdout)
+    assert found, proc.stdout + proc.stderr
+    sandbox, seen = json.loads(found.group(1))
+    assert sandbox == "isolated", sandbox
+    assert not any(seen["caps"].values()), seen["caps"]
+    assert seen["umount"] != 0, "the kernel took the cover off the course"
+
+
+def _memory_holds(pid: int, needle: bytes) -> bool:
+    """Whether the writable memory of process ``pid`` (read from the host, as root) holds ``needle``."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            where, perms = line.split()[:2]
+            start, end = (int(a, 16) for a in where.split("-"))
+            if not perms.startswith("rw") or end - start > 2**30:
+                continue
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    return True
+            except (OSError, ValueError, OverflowError):
+                continue
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+                    reason="needs Linux, and root to read a kernel's memory from outside")
+def test_no_variable_of_the_graders_environment_is_in_a_forked_kernels_memory(tmp_path):
+    """A fork does not wipe memory as an exec does: a variable of the grader's environment (a token, say) that had
+    reached the zygote or the launcher would still be in the kernel's memory, where student code can read it.
+    The kernel waits while this test reads its memory from the host."""
+    import threading
+    import time
+
+    from tests.processes import name
+    canary = f"canary-{os.urandom(12).hex()}"
+    look = "import time\ntime.sleep(8)\n"
+    done, found, kernels = threading.Event(), [], set()
+
+    def watch():
+        while not done.is_set():
+            for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+                if pid not in kernels and name(pid) == "grader-kernel":
+                    time.sleep(2)  # into its sleep: past start-up
+                    kernels.add(pid)
+                    try:
+                        found.append(_memory_holds(pid, canary.encode()))
+                    except OSError:
+                        pass
+            time.sleep(0.2)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        result, _ = _seen(tmp_path, env={"GRADER_TOKEN": canary}, look=look + LOOK)
+    finally:
+        done.set()
+        watcher.join()
+    if result.sandbox != "isolated":
+        pytest.skip(f"no namespaces here ({result.sandbox}): kernels start as fresh processes")
+    assert found, "no forked kernel was seen"
+    assert not any(found), "the grader's environment is in the kernel's memory"
