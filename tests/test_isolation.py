@@ -90,9 +90,20 @@ print("ATTACK", json.dumps({"ports": len(_seen), "read": sum(b"HONEST" in m for 
 
 # Ten forked children of 1.5 GiB each; the kernel adds up the proportional memory (Pss: shared pages split
 # among their sharers) of every process it can see (its own PID namespace) every 0.1 s, and reports the most
-# it saw at once.
+# it saw at once beyond what it held itself before the children: the children's allocations. (The kernel's own
+# share depends on how it started: pages it shares with the zygote it was forked from are charged to the grader.)
 MEMORY = '''
 import os, time
+def _resident():
+    total = 0
+    for _p in os.listdir("/proc"):
+        try:
+            _rows = open(f"/proc/{_p}/smaps_rollup").read().splitlines()
+            total += next(int(r.split()[1]) * 1024 for r in _rows if r.startswith("Pss:"))
+        except (OSError, ValueError, IndexError, StopIteration):
+            pass
+    return total
+_before = _resident()
 for _ in range(10):
     try:
         _pid = os.fork()
@@ -106,20 +117,11 @@ for _ in range(10):
             time.sleep(12)
         finally:
             os._exit(0)
-def _resident():
-    total = 0
-    for _p in os.listdir("/proc"):
-        try:
-            _rows = open(f"/proc/{_p}/smaps_rollup").read().splitlines()
-            total += next(int(r.split()[1]) * 1024 for r in _rows if r.startswith("Pss:"))
-        except (OSError, ValueError, IndexError, StopIteration):
-            pass
-    return total
 _most, _end = 0, time.time() + 15
 while time.time() < _end:
-    _most = max(_most, _resident())
+    _most = max(_most, _resident() - _before)
     time.sleep(0.1)
-print("ATTACK", json.dumps({"most": _most}))
+print("ATTACK", json.dumps({"most": _most, "before": _before}))
 '''
 
 # Threads started in forked children, counted: each child sends its count to the kernel on a pipe.
@@ -216,8 +218,8 @@ def test_a_thread_bomb_hits_its_own_process_limit(graded):
 
 
 def test_memory_is_capped_per_sandbox_not_per_process(graded):
-    """Ten forked children of 1.5 GiB each (15 GiB with a limit per process): the sandbox as a whole stays
-    within its 4 GiB. The kernel's own sum is not taken at one instant and counts the pages of shared
+    """Ten forked children of 1.5 GiB each (15 GiB with a limit per process): together they stay within the
+    sandbox's 4 GiB. The kernel's own sum is not taken at one instant and counts the pages of shared
     libraries that other processes loaded first (and are charged for): it may read a little over the limit."""
     limit = Limits().memory
     attack = json.loads(re.search(r"ATTACK (\{.*\})", _printed(graded, "memory")).group(1))
