@@ -34,7 +34,7 @@ from .settings import Limits
 from .nbgrader_run import make_course
 from .results import CellResult, NotebookResult, failure_line
 from .sandbox_log import limit_notes, sandbox_state
-from .worker import MARK
+from .worker import MARK, Template
 from .zygote import FRESH, Zygote
 
 def _source_cells(assignment: str):
@@ -133,6 +133,8 @@ class Run:
             self.views = {aid: student_view(aid, self.dir / "view" / aid) for aid in assignments}
             (self.dir / "scratch").mkdir()
             (self.dir / "s").mkdir()  # the kernels' Unix sockets: a short path, as socket paths must be
+            # the workers' imports, once: each worker is forked from a process that has done them
+            self._template = Template(self._worker_environ()) if Template.possible() else None
             self.workers = []
             for k in range(jobs):  # each worker releases the assignments into its own gradebook when it starts
                 w = make_course(self.dir / f"w{k}", assignments, limits=limits)
@@ -153,11 +155,13 @@ class Run:
                 return proc
             if proc is not None:
                 proc.stop()  # it may be running still, only not ready
-            env = dict(self._environ(), JUPYTER_PATH=str(self.dir / "jupyter"),
-                       JUPYTER_RUNTIME_DIR=str(worker / "runtime"), **{settings.SOCKETS: str(self.dir / "s")})
-            proc = self._processes[worker] = Worker(worker, env)
+            env = dict(self._worker_environ(), JUPYTER_RUNTIME_DIR=str(worker / "runtime"))
+            proc = self._processes[worker] = Worker(worker, env, self._template)
         proc.wait_ready()  # outside the lock: close() can stop it meanwhile
         return proc
+
+    def _worker_environ(self) -> dict:
+        return dict(self._environ(), JUPYTER_PATH=str(self.dir / "jupyter"), **{settings.SOCKETS: str(self.dir / "s")})
 
     def _environ(self) -> dict:
         """The environment of the workers, and of the kernels they start (of which they keep an allow-list)."""
@@ -171,10 +175,12 @@ class Run:
             self.closed = True
             procs = list(self._processes.values())
             zygote, self._zygote = getattr(self, "_zygote", None), None
+            template, self._template = getattr(self, "_template", None), None
         for proc in procs:
             proc.stop()
-        if zygote is not None:
-            zygote.close()
+        for process in (template, zygote):
+            if process is not None:
+                process.close()
         self._folder.close()
 
     def grade(self, worker: Path, student: str, assignment: str, path: Path, hide=()):
@@ -277,13 +283,13 @@ PREFIX, LOCK = scratch.PREFIX, scratch.LOCK
 class Worker:
     """One ``autograder.worker`` process (see there), and the pipe to it."""
 
-    def __init__(self, root: Path, env: dict):
+    def __init__(self, root: Path, env: dict, template: Template | None = None):
         answers, write = os.pipe()  # the worker's answers come on a pipe of their own (see autograder.worker)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "autograder.worker", str(root)], cwd=root,
-                                         env=dict(env, **{settings.ANSWER_FD: str(write)}), pass_fds=(write,),
-                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, start_new_session=True)
+            self.proc = self._forked(template, root, env, write) or subprocess.Popen(
+                [sys.executable, "-m", "autograder.worker", str(root)], cwd=root,
+                env=dict(env, **{settings.ANSWER_FD: str(write)}), pass_fds=(write,), stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         except BaseException:
             os.close(answers)
             raise
@@ -292,6 +298,22 @@ class Worker:
         self.answers = os.fdopen(answers, "rb", buffering=0)
         self.buffer = b""
         self.ready, self.failed = False, {}
+
+    @staticmethod
+    def _forked(template, root, env, write):
+        """The worker, forked by the run's template (None without one, or when it is gone)."""
+        if template is None:
+            return None
+        read, requests = os.pipe()
+        try:
+            proc = template.fork(root, env, read, write)
+        finally:
+            os.close(read)
+        if proc is None:
+            os.close(requests)
+            return None
+        proc.stdin = os.fdopen(requests, "wb")
+        return proc
 
     def wait_ready(self, timeout: float = 300) -> None:
         """Wait for the worker to say it started, and which assignments it could not release (and why)."""
@@ -349,6 +371,10 @@ class Worker:
             pass
         self.proc.wait()
         self.answers.close()
+        try:
+            self.proc.stdin.close()
+        except OSError:  # its reader is gone: what is left unwritten is lost anyway
+            pass
 
 def progress_bar(total: int, progress: bool):
     """A bar on stderr that counts graded notebooks and shows the time left, or None."""

@@ -44,6 +44,13 @@ def below(root: int, procs: dict | None = None) -> dict:
     return found
 
 
+def set_name(name: bytes) -> None:
+    """What ps and top show as this process's name (/proc/PID/comm; at most 15 bytes): for processes forked
+    from another, whose command lines are all their parent's."""
+    import ctypes
+    ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+
+
 def cpu(root: int | None) -> float | None:
     """Processor seconds spent so far by ``root`` and every process under it (and the children they collected);
     None when ``root`` is gone or there is no /proc."""

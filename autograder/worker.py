@@ -16,9 +16,20 @@ a kernel writes anywhere can pass for an answer. The grader kills and
 replaces a worker that does not answer in time.
 
     python -m autograder.worker COURSE_ROOT
+
+A worker's imports (nbgrader, PyTorch and the judges: about three seconds of
+processor time) are paid once per run, not once per worker: a run starts a
+*template* (``Template``, ``python -m autograder.worker --template``) that
+imports them and forks each worker it is asked for, with the pipes the grader
+made for it; a forked worker then runs ``main`` as a started one would.
+
+    python -m autograder.worker --template
 """
 import json
 import os
+import select
+import socket
+import subprocess
 import sys
 
 from autograder import proctree
@@ -59,6 +70,19 @@ def _last_error(answer: dict) -> str:
     return (lines[-1] if lines else "nbgrader gave no reason")[:300]
 
 
+def _imports() -> None:
+    """What every worker imports: nbgrader and its API, the course's nbgrader configuration's modules, the
+    judges and PyTorch."""
+    import nbgrader.apps  # noqa: F401
+    import traitlets.config.loader  # noqa: F401
+
+    import autograder.execute  # noqa: F401
+    import autograder.release  # noqa: F401
+    from autograder.nbgrader_run import alembic_head_in_process
+    alembic_head_in_process()
+    _warm_up()
+
+
 def main(root: str) -> None:
     import threading
 
@@ -94,5 +118,131 @@ def main(root: str) -> None:
         out.flush()
 
 
+class Template:
+    """A process that has imported what a worker needs, and forks workers on request (see the module's doc).
+
+    Its standard input is one end of a socket pair: the run sends each request on it (``fork``), and closing it
+    (or the grader's death) ends the template; the workers it forked then end too (``_orphaned``)."""
+
+    def __init__(self, env: dict):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "autograder.worker", "--template"], stdin=theirs,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                         start_new_session=True)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.sock.settimeout(300)  # its imports take seconds; a template that hangs leaves fresh workers to start
+
+    @staticmethod
+    def possible() -> bool:
+        return sys.platform.startswith("linux") and hasattr(os, "pidfd_open")
+
+    def fork(self, root, env: dict, stdin: int, answers: int) -> "Forked | None":
+        """A worker in course folder ``root`` with environment ``env``, reading requests on descriptor ``stdin``
+        and answering on ``answers`` (both stay the caller's to close); None when the template is gone."""
+        try:
+            request = json.dumps({"root": str(root), "env": env}).encode()
+            socket.send_fds(self.sock, [len(request).to_bytes(8, "big") + request], [stdin, answers])
+            reply, fds, _, _ = socket.recv_fds(self.sock, 64, 1)
+        except OSError:
+            return None
+        if not fds:
+            return None
+        return Forked(int(reply), fds[0])
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Forked:
+    """A worker forked by the template, as ``Worker`` uses a ``subprocess.Popen``: its pid, and a descriptor
+    that becomes readable when it ends (pidfd_open: the pid cannot be another process's by then)."""
+
+    def __init__(self, pid: int, pidfd: int):
+        self.pid, self._pidfd = pid, pidfd
+        self.returncode, self.stdin = None, None  # the caller sets stdin: its end of the requests' pipe
+
+    def poll(self):
+        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = -1  # its exit status is the template's to collect
+            os.close(self._pidfd)
+        return self.returncode
+
+    def wait(self):
+        while self.poll() is None:
+            select.select([self._pidfd], [], [], 1.0)
+        return self.returncode
+
+
+def _serve() -> None:
+    """The template: import, then fork a worker for each request on standard input (a socket)."""
+    from autograder.proctree import set_name
+    _imports()
+    set_name(b"grader-template")
+    control = socket.socket(fileno=0)
+    while True:
+        ready = select.select([control], [], [], 1.0)[0]
+        while True:  # collect the workers that ended
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not ready:
+            continue
+        try:
+            head, fds, _, _ = socket.recv_fds(control, 8, 2)
+            if not head:
+                os._exit(0)  # the run closed its end, or the grader is gone
+            size, data = int.from_bytes(head, "big"), b""
+            while len(data) < size:
+                chunk = control.recv(size - len(data))
+                if not chunk:
+                    os._exit(0)
+                data += chunk
+            request = json.loads(data)
+            pid = os.fork()
+        except OSError:
+            os._exit(1)  # the run starts its workers as fresh processes then
+        if pid == 0:
+            control.close()
+            _forked(request, *fds)
+        pidfd = os.pidfd_open(pid)
+        for fd in fds:
+            os.close(fd)
+        socket.send_fds(control, [str(pid).encode()], [pidfd])
+        os.close(pidfd)
+
+
+def _forked(request: dict, stdin: int, answers: int) -> None:
+    """In a forked worker: become what ``python -m autograder.worker ROOT`` is, with the request's pipes."""
+    from autograder.proctree import set_name
+    try:
+        os.setsid()  # as the grader starts a worker: a session (and process group) of its own
+        set_name(b"grader-worker")
+        os.dup2(stdin, 0)
+        os.close(stdin)
+        os.environ.clear()
+        os.environ.update(request["env"], **{settings.ANSWER_FD: str(answers)})
+        os.chdir(request["root"])
+        sys.argv = [sys.argv[0], request["root"]]
+        sys.stdin = open(0, closefd=False)
+        main(request["root"])
+    except BaseException:  # noqa: BLE001 - a forked process never returns into the template's loop
+        os._exit(1)
+    os._exit(0)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1:] == ["--template"]:
+        _serve()
+    else:
+        main(sys.argv[1])

@@ -33,7 +33,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-PRELOAD = ("torch", "numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher")
+from .proctree import set_name
+
+PRELOAD = ("torch", "numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher",
+           "matplotlib.pyplot")  # pyplot: half a second of a short notebook's first cell; see _fresh_matplotlib
 # what ps and top show each as (/proc/PID/comm): their command lines all read `python -m autograder.zygote`
 NAMES = {"zygote": b"grader-zygote", "launcher": b"grader-launcher", "kernel": b"grader-kernel"}
 BASE_PATH: list = []  # the search path of a fresh Python, less its first entry (set in the zygote)
@@ -117,8 +120,11 @@ def _serve():
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
+    backend = os.environ.pop("MPLBACKEND", None)  # each kernel sets its own (_fresh_matplotlib)
     for name in PRELOAD:
         importlib.import_module(name)
+    if backend is not None:
+        os.environ["MPLBACKEND"] = backend
     BASE_PATH[:] = sys.path[1:]
     _name("zygote")
     while True:
@@ -141,8 +147,7 @@ def _serve():
 
 
 def _name(which: str) -> None:
-    import ctypes
-    ctypes.CDLL(None).prctl(15, ctypes.c_char_p(NAMES[which]), 0, 0, 0)  # PR_SET_NAME
+    set_name(NAMES[which])  # imported before a kernel forgets the grader's modules
 
 
 def _peer_uid(conn: socket.socket) -> int:
@@ -217,9 +222,26 @@ def run_kernel(argv, env) -> None:
     sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
     random.seed()
     numpy.random.seed()
+    _fresh_matplotlib(env)
     _name("kernel")
     gc.collect()
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+
+
+def _fresh_matplotlib(env) -> None:
+    """matplotlib, imported in the zygote, as a fresh import in this kernel would leave it: the backend its
+    environment names (read once, when matplotlib is imported), and its settings and cache folders looked up
+    again (matplotlib remembers them), in the kernel's own folder. The font list stays the zygote's: the launcher
+    gives each kernel a copy of the same file."""
+    import matplotlib
+    for name in ("get_configdir", "get_cachedir"):
+        found = getattr(matplotlib, name)
+        setattr(matplotlib, name, matplotlib._logged_cached(f"{name}: %s", found.__wrapped__))
+    tex = sys.modules.get("matplotlib.texmanager")
+    if tex is not None:  # its cache folder, taken when pyplot imported it
+        tex.TexManager._cache_dir = Path(matplotlib.get_cachedir(), "tex.cache")
+    if env.get("MPLBACKEND"):
+        matplotlib.rcParams["backend"] = env["MPLBACKEND"]
 
 
 if __name__ == "__main__":

@@ -169,7 +169,9 @@ def _kernels(root: int) -> list:
 
 
 def _workers(root: int) -> list:
-    return [pid for pid, _ in descendants(root) if "autograder.worker" in command(pid)]
+    """The grading workers below ``root``: started, or forked from the run's template (autograder.worker)."""
+    return [pid for pid, _ in descendants(root)
+            if "autograder.worker" in command(pid) and process_name(pid) != "grader-template"]
 
 
 class Ages:

@@ -232,7 +232,10 @@ for o in gc.get_objects():
     # its own folder and view, and this cell's code, it knows anyway
     held.update(x for x in items if isinstance(x, str) and run in x and x not in os.getcwd() and "/view/" not in x
                 and "run = " not in x)
-seen = {{"argv": sys.orig_argv, "held": sorted(held)[:5],
+import matplotlib, matplotlib.texmanager
+seen = {{"argv": sys.orig_argv, "held": sorted(held)[:5], "MPLCONFIGDIR": os.environ.get("MPLCONFIGDIR"),
+        "matplotlib": [matplotlib.get_backend(), matplotlib.get_configdir(), matplotlib.get_cachedir(),
+                       str(matplotlib.texmanager.TexManager._cache_dir.parent)],
         "modules": sorted(str(getattr(m, "__file__", "")) for n, m in list(sys.modules.items())
                           if n.split(".")[0] in ("autograder", "lib"))}}
 print("SEEN" + json.dumps(seen))
@@ -242,7 +245,8 @@ print("SEEN" + json.dumps(seen))
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks kernels on Linux")
 def test_kernels_forked_from_the_zygote_hold_nothing_of_the_graders(tmp_path):
     """Kernels start from a process that imported PyTorch once (autograder.zygote): each still imports the
-    course's modules from its own view only, and holds no path of the grader's scratch folder."""
+    course's modules from its own view only, and holds no path of the grader's scratch folder; matplotlib,
+    imported there too, has the kernel's backend and keeps its settings and caches in the kernel's own folder."""
     from autograder import scratch
     look = FORKED.format(run=scratch.PREFIX)
     paths = [make_submission(AID, tmp_path / f"s{i}" / f"{AID}.ipynb", {"softmax": solution_sources(AID)["softmax"]
@@ -260,6 +264,8 @@ def test_kernels_forked_from_the_zygote_hold_nothing_of_the_graders(tmp_path):
         assert "autograder.zygote" in s["argv"] and not any(scratch.PREFIX in a for a in s["argv"]), s["argv"]
         assert not s["held"], s["held"]
         assert all("/view/" in m or m == "None" for m in s["modules"]), s["modules"]
+        folder = s["MPLCONFIGDIR"]
+        assert s["matplotlib"] == ["module://autograder.nodisplay", folder, folder, folder], s
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks kernels on Linux")
