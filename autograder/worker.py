@@ -71,15 +71,15 @@ def _last_error(answer: dict) -> str:
 
 
 def _imports() -> None:
-    """What every worker imports: nbgrader and its API, the course's nbgrader configuration's modules, the
-    judges and PyTorch."""
+    """What every worker imports: nbgrader and its API, what the course's nbgrader configuration imports (it is
+    loaded here once), the judges and PyTorch."""
     import nbgrader.apps  # noqa: F401
-    import traitlets.config.loader  # noqa: F401
+    from traitlets.config.loader import PyFileConfigLoader
 
-    import autograder.execute  # noqa: F401
-    import autograder.release  # noqa: F401
+    from autograder import course
     from autograder.nbgrader_run import alembic_head_in_process
     alembic_head_in_process()
+    PyFileConfigLoader(course.CONFIG.name, path=str(course.CONFIG.parent)).load_config()
     _warm_up()
 
 

@@ -259,6 +259,23 @@ from lib.bpe import bpe_tokenize
     Mistake("tokenize merging the latest-learned pair first", "bpe_tokenize", changed(
         TOKENIZE, ("a, b = min(present)[1]", "a, b = max(present)[1]")),
         ("bpe_tokenize_unseen", "bpe_tokenize_rank_order"), "learned last (highest rank) is merged first"),
+    Mistake("tokenize in left-to-right passes, repeated until nothing merges", "bpe_tokenize", '''
+def bpe_tokenize(word, merges):
+    known = set(map(tuple, merges))
+    symbols, merged = list(word) + ["</w>"], True
+    while merged:
+        merged, out, i = False, [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) in known:
+                out.append(symbols[i] + symbols[i + 1])
+                merged, i = True, i + 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
+''', ("bpe_tokenize_unseen", "bpe_tokenize_rank_order"), "left-to-right passes that join whatever known pair",
+        elsewhere="one left-to-right pass over the word, whatever their rank"),  # where one pass gives the same
 ]
 
 ALTERNATIVES = [

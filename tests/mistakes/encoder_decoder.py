@@ -227,6 +227,9 @@ class DecoderLayer(nn.TransformerDecoderLayer):
         ("masked_fill(done, model.pad_id)", "masked_fill(done, 0)"),
         ("padding_mask(src, model.pad_id)", "padding_mask(src, 0)")),
         ("greedy_decode_matches",), "pad id 0 is hard-coded"),
+    Mistake("greedy_decode fills finished sentences with eos", "greedy_decode", greedy(
+        ("masked_fill(done, model.pad_id)", "masked_fill(done, eos_id)")),
+        ("greedy_decode_matches",), "continues with eos itself, not model.pad_id"),
     # decoding without the causal mask changes nothing for the scripted model; with two decoder layers the last
     # position reads layer-1 vectors of earlier positions that saw the future, so the tokens change
     Mistake("greedy_decode calls model.decode without a causal mask", "greedy_decode", greedy(

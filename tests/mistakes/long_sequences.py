@@ -198,6 +198,11 @@ MISTAKES = [
     g = torch.arange(T, device=device) >= n_global
     return g[:, None] & g[None, :]
 '''), G_VALUES, "is inverted"),
+    Mistake("global tokens at both ends (the first and the last n_global)", "global_tokens_mask", global_('''
+    i = torch.arange(T, device=device)
+    g = (i < n_global) | (i >= T - n_global)
+    return g[:, None] | g[None, :]
+'''), G_VALUES, "global as well as the first"),
     Mistake("global tokens ignore the device", "global_tokens_mask", global_('''
     g = torch.arange(T) < n_global
     return g[:, None] | g[None, :]

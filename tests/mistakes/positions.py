@@ -229,6 +229,9 @@ class SinusoidalPositions(nn.Module):
             learned_module(init="self.embedding = nn.Embedding(max_len, d_model, padding_idx=0)",
                            forward="return x + self.embedding(torch.arange(T, device=x.device))"),
             ("LearnedPositions_trained",), "padding_idx"),
+    Mistake("LearnedPositions scaling its vectors by 1/sqrt(d_model) before the add", "LearnedPositions",
+            learned_module(forward="return x + self.table[:T] * x.shape[-1] ** -0.5"),
+            ("LearnedPositions_forward",), "the position vectors are scaled by", also=("LearnedPositions_trained",)),
 ]
 
 ALTERNATIVES = [

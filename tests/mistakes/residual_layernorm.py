@@ -244,6 +244,12 @@ class LayerNorm(nn.Module):
             x = x + attn(self.norm1(x))
             return x + self.ff(self.norm2(x))'''),
         ("EncoderLayer_dropout",), "needs its own dropout on each sublayer's output"),
+    Mistake("no dropout on the feed-forward's output (only inside it)", "EncoderLayer", _post_pre(
+        '''        x = self.norm1(x + self.dropout1(attn(x)))
+        return self.norm2(x + self.ff(x))''', '''
+            x = x + self.dropout1(attn(self.norm1(x)))
+            return x + self.ff(self.norm2(x))'''),
+        ("EncoderLayer_dropout",), "the feed-forward's is not"),
     Mistake("F.dropout without training=self.training", "EncoderLayer", _encoder(
         """        if self.norm_first:
             x = x + F.dropout(attn(self.norm1(x)), self.p)

@@ -62,7 +62,8 @@ def diagnose_all(cases, show):
     """``diagnose`` for several answers (actual, expected, hints, what), all asked before deciding: fail at the
     first wrong one with ONE diagnosis. It names the known mistake whose output equals the student's answer on
     every probe, the right answers included (two mistakes often agree on one input, seldom on all); where no
-    known mistake, or more than one, fits every answer, it shows what is wrong with the first wrong answer."""
+    known mistake, or more than one, fits every answer, it shows what is wrong with the first wrong answer. Known
+    mistakes that give the same output on every probe are one for these probes: the first listed is named."""
     wrong = [i for i, case in enumerate(cases) if case[0] != case[1]]
     if not wrong:
         return
@@ -71,6 +72,8 @@ def diagnose_all(cases, show):
     known = [message for message, output in outputs[wrong[0]].items()
              if output is not None and output == actual and output != expected
              and all(out.get(message) is None or out[message] == case[0] for out, case in zip(outputs, cases))]
+    if len(known) > 1 and all(out.get(m) == out.get(known[0]) for out in outputs for m in known):
+        known = known[:1]
     if len(known) == 1:
         raise AssertionError(f"{what} is wrong: {known[0]}")
     raise AssertionError(f"{what}: {show(actual, expected)}")

@@ -17,6 +17,17 @@ def _hints(word, merges):
             one_pass[-1] += s
         else:
             one_pass.append(s)
+    passes, merged = list(word) + [EOW], True
+    while merged:  # left-to-right passes that merge each known pair met (and skip its second symbol), repeated
+        merged, out, i = False, [], 0
+        while i < len(passes):
+            if i + 1 < len(passes) and (passes[i], passes[i + 1]) in ranks:
+                out.append(passes[i] + passes[i + 1])
+                merged, i = True, i + 2
+            else:
+                out.append(passes[i])
+                i += 1
+        passes = out
     longest, rest = [], word + EOW
     while rest:  # greedy longest known prefix, WordPiece style
         for end in range(len(rest), 0, -1):
@@ -49,6 +60,9 @@ def _hints(word, merges):
         "the merges are applied in reverse order: the earliest-learned (lowest rank) pair comes first": list(reverse),
         "the pair learned last (highest rank) is merged first: take the present pair with the LOWEST rank, "
         "min(...), the one learned first": list(latest),
+        "the word is merged in left-to-right passes that join whatever known pair comes first, repeated until "
+        "none is left, whatever their rank: merge the pair that was learned FIRST (lowest rank in merges) wherever "
+        "it is, then the next, until none is left": passes,  # last: where it gives what one above does, that one is named
     }
 
 
@@ -116,6 +130,7 @@ def bpe_tokenize_rank_order(k):
          10, ["lowest", "newer", "wider", "slow", "owe"]),
         ("aab aab aab ab ab", 3, ["aab", "aaab", "aabab", "aa"]),
         ("xyz xyz yzx yzx yzx zx zx", 6, ["xyzx", "zxyz", "yzxyz"]),
+        ("cabd cb bc bdab cd ddcdd", 7, ["cabcbd"]),  # left-to-right passes and the latest pair first differ here
     ]
     probes = []
     for corpus, n, words in cases:

@@ -141,6 +141,14 @@ def eos_problem(out, expected, what, eos, pad):
     if bool((expected == eos).any()) and not bool((out == eos).any()):
         raise AssertionError(f"{what} contains no eos, though sentences end: eos itself is missing. Each sentence's "
                              f"ids run up to and including its eos, then model.pad_id ({pad})")
+    if out.shape == expected.shape:
+        wrong = out != expected
+        filler = out[wrong].unique().tolist()
+        if bool(wrong.any()) and bool((expected[wrong] == pad).all()) and len(filler) == 1:
+            value = filler[0]
+            named = "eos itself" if value == eos else f"{value}"
+            raise AssertionError(f"{what}: after a sentence's eos its row continues with {named}, not model.pad_id "
+                                 f"({pad}). A finished sentence's eos is written once, then pad_id fills the row")
     rows = out.tolist()
     unfinished = [i for i, row in enumerate(expected.tolist()) if eos not in row]
     if out.shape == expected.shape and unfinished and all(rows[i][-1] == eos for i in unfinished):

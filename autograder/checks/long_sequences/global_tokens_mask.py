@@ -45,7 +45,27 @@ def global_problem(mask, T, n, what):
         if 0 <= other and other != n and torch.equal(mask, globals_(T, other)):
             return (f"{what} is off by one: it makes the first {other} rows and columns True, not the first {n} "
                     f"(tokens 0 ... n_global - 1 are the global ones)")
-    return mismatch(mask, expected, what)
+    return _other_tokens(mask, T, n, what) or mismatch(mask, expected, what)
+
+
+def _other_tokens(mask, T, n, what):
+    """The message when the mask makes other tokens than the first n global (their whole rows and columns True)."""
+    chosen = [i for i in range(T) if bool(mask[i].all()) and bool(mask[:, i].all())]
+    pattern = torch.zeros(T, T, dtype=torch.bool)
+    pattern[chosen, :] = True
+    pattern[:, chosen] = True
+    if not chosen or not torch.equal(mask.bool(), pattern):
+        return None
+    first, last = set(range(min(n, T))), set(range(max(T - n, 0), T))
+    if set(chosen) == last:
+        where = f"the last {n} tokens are the global ones, not the first {n}"
+    elif set(chosen) == first | last:
+        where = (f"the last {n} tokens are global as well as the first {n} (global tokens at both ends, as in "
+                 f"BigBird)")
+    else:
+        where = f"tokens {chosen} are the global ones"
+    return (f"{what}: {where}. In this course the global tokens are the first n_global, 0 ... n_global - 1: True "
+            f"in the first n_global rows and columns only")
 
 
 def global_tokens_mask_values(k):

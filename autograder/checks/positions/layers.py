@@ -35,6 +35,24 @@ def addition_hints(x, rows, table=None):
     }
 
 
+def scaled_rows(out, x, rows, what) -> None:
+    """Raise, naming the factor, when ``out`` is x plus the rows times one constant other than 1 (a scale some
+    libraries put on their position vectors)."""
+    if not torch.is_tensor(out) or out.shape != x.shape or not out.is_floating_point():
+        return
+    added, wanted = (out - x).double(), rows.expand_as(x).double()
+    factor = ((added * wanted).sum() / (wanted * wanted).sum()).item()
+    if abs(factor) < 1e-3 or abs(factor - 1) < 1e-3 or not torch.allclose(added, factor * wanted, atol=1e-5,
+                                                                           rtol=1e-4):
+        return
+    d = x.shape[-1]
+    known = {d ** -0.5: " = 1/sqrt(d_model)", d ** 0.5: " = sqrt(d_model)", 1 / d: " = 1/d_model"}
+    named = next((text for value, text in known.items() if abs(factor - value) < 1e-3 * value), "")
+    raise AssertionError(f"{what}: the position vectors are scaled by {factor:.4g}{named} before they are added. "
+                         f"Add the table's rows as they are, x + P[:T]: the scale is the table's own (and a learned "
+                         f"table finds its size in training)")
+
+
 def _names_number(message: str, n: int) -> bool:
     return re.search(rf"(?<!\d){n}(?!\d)", message) is not None
 

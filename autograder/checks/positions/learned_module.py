@@ -4,7 +4,7 @@ import torch
 from lib.testing import assert_close, assert_shape
 
 from ..common import seeded
-from .layers import SLICE_HINT, addition_hints, build, too_long
+from .layers import SLICE_HINT, addition_hints, build, scaled_rows, too_long
 
 MAX_LEN, D_MODEL = 9, 6
 
@@ -56,6 +56,7 @@ def LearnedPositions_forward(k):
             if previous is not None:
                 hints["the output does not follow the parameter's new values: use the parameter itself in "
                       "forward, not a copy made in __init__"] = x + previous[:seq]
+            scaled_rows(out, x, table[:seq], what)
             assert_close(out, x + table[:seq], what, hints=hints)
         previous = table
 

@@ -277,10 +277,13 @@ def EncoderLayer_dropout(k):
         with torch.no_grad():
             n1, n2 = theirs.norm1, theirs.norm2
             bo, b2 = theirs.self_attn.out_proj.bias, theirs.linear2.bias
+            # the inner dropouts (on the attention weights, on the hidden units) leave the biases bo and b2
             if norm_first:
                 expected, inner_only, after_sum = x.clone(), x + bo + b2, torch.zeros_like(x)
+                ff_kept, attn_kept = x + b2, x + bo
             else:
                 expected, inner_only, after_sum = n2(n1(x)), n2(n1(x + bo) + b2), n2.bias.expand_as(x).clone()
+                ff_kept, attn_kept = n2(n1(x) + b2), n2(n1(x + bo))
         out = _run(k, ours, x, mask, f"{what} in train mode", seed=3)
         if not right:
             assert_close(out, _own_layer(k, d, h, d_ff, norm_first, 69, x, mask, zero_sublayers=True),
@@ -294,4 +297,9 @@ def EncoderLayer_dropout(k):
             "the only dropout is the one inside the attention and the feed-forward: EncoderLayer needs its "
             "own dropout on each sublayer's output, before adding the residual": inner_only,
             "dropout is applied after the residual add: drop the sublayer's output, then add x": after_sum,
+            "the attention's output is dropped but the feed-forward's is not (its dropout is only on the hidden "
+            "units, inside): drop the output of each sublayer, the feed-forward's too, before the residual add":
+                ff_kept,
+            "the feed-forward's output is dropped but the attention's is not (its dropout is only on the weights, "
+            "inside): drop the output of each sublayer, the attention's too, before the residual add": attn_kept,
         })
