@@ -138,6 +138,9 @@ class SandboxedKernel:
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         self.kc = BlockingKernelClient(connection_file=connection)
         self.kc.load_connection_file()
+        # jupyter_client takes a kernel for dead when one heartbeat is a second late, which a busy machine's kernel
+        # starting up can be: "the kernel did not start", though it had. A dead one still fails within seconds.
+        self.kc.hb_channel.time_to_dead = 10.0
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=startup)

@@ -192,7 +192,7 @@ def visible_table() -> dict:
 
 # Mistakes each notebook's visible checks catch, as measured when they were last improved: a floor, so that a
 # change that lets more through fails here. Banned calls and cost (time, memory) are left to the hidden tests.
-VISIBLE_FLOOR = {"01_self_attention": 20, "02_positions": 33, "03_feed_forward": 27, "04_masking": 17,
+VISIBLE_FLOOR = {"01_self_attention": 20, "02_positions": 34, "03_feed_forward": 27, "04_masking": 17,
                  "05_multi_head": 25, "06_residual_layernorm": 33, "07_bpe": 26, "08_encoder_decoder": 27,
                  "09_long_sequences": 44}
 

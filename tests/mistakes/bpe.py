@@ -276,6 +276,19 @@ def bpe_tokenize(word, merges):
     return symbols
 ''', ("bpe_tokenize_unseen", "bpe_tokenize_rank_order"), "left-to-right passes that join whatever known pair",
         elsewhere="one left-to-right pass over the word, whatever their rank"),  # where one pass gives the same
+    Mistake("tokenize looking up merged strings, not pairs (tiktoken's educational encoder)", "bpe_tokenize", '''
+def bpe_tokenize(word, merges):
+    ranks = {}
+    for rank, (a, b) in enumerate(merges):
+        ranks.setdefault(a + b, rank)
+    parts = list(word) + ["</w>"]
+    while True:
+        found = [(ranks[x + y], i) for i, (x, y) in enumerate(zip(parts, parts[1:])) if x + y in ranks]
+        if not found:
+            return parts
+        i = min(found)[1]
+        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2:]
+''', ("bpe_tokenize_edges",), "spell a learned token"),
 ]
 
 ALTERNATIVES = [

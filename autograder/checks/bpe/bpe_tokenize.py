@@ -28,6 +28,14 @@ def _hints(word, merges):
                 out.append(passes[i])
                 i += 1
         passes = out
+    tokens = {a + b: i for i, (a, b) in reversed(list(enumerate(merges)))}
+    spelled = list(word) + [EOW]
+    while True:  # two symbols merged when together they spell a learned token, looked up by the string
+        present = [(tokens[x + y], i) for i, (x, y) in enumerate(zip(spelled, spelled[1:])) if x + y in tokens]
+        if not present:
+            break
+        i = min(present)[1]
+        spelled[i:i + 2] = [spelled[i] + spelled[i + 1]]
     longest, rest = [], word + EOW
     while rest:  # greedy longest known prefix, WordPiece style
         for end in range(len(rest), 0, -1):
@@ -63,6 +71,8 @@ def _hints(word, merges):
         "the word is merged in left-to-right passes that join whatever known pair comes first, repeated until "
         "none is left, whatever their rank: merge the pair that was learned FIRST (lowest rank in merges) wherever "
         "it is, then the next, until none is left": passes,  # last: where it gives what one above does, that one is named
+        "two symbols are merged because together they spell a learned token, though they are not the pair it was "
+        "learned from: look the pairs up as pairs (a, b) in merges, not by the string a + b": spelled,
     }
 
 
@@ -141,7 +151,8 @@ def bpe_tokenize_rank_order(k):
 
 def bpe_tokenize_edges(k):
     """No merges, one-letter words, characters never seen in training, runs of one letter (where the pairs
-    overlap and the order of the merges shows); the result is a list."""
+    overlap and the order of the merges shows), symbols that spell a learned token but are not its pair; the result
+    is a list."""
     no_tokenizers(k, "bpe_tokenize")
     merges = ref._train(ref.initial_word_freqs(CLASSIC), 12)
     result = _tokenize(k, "low", merges, "bpe_tokenize('low', merges)")
@@ -150,4 +161,5 @@ def bpe_tokenize_edges(k):
     _check(k, [(word, m, f"bpe_tokenize({word!r}, {m if len(m) < 3 else 'merges'})")
                for word, m in [("low", []), ("a", []), ("w", merges), ("zebra", merges), ("l0w!", merges),
                                ("über", merges), ("aaaa", [("a", "a")]), ("aaaaa", [("a", "a"), ("aa", "aa")]),
-                               ("aaa", [("a", "a"), ("aa", "a")]), ("aaaa", [("a", "a"), ("aa", "a")])]])
+                               ("aaa", [("a", "a"), ("aa", "a")]), ("aaaa", [("a", "a"), ("aa", "a")]),
+                               ("bbb", [("b", "b"), ("b", "bb")])]])
