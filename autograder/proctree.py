@@ -51,6 +51,16 @@ def set_name(name: bytes) -> None:
     ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
 
 
+def reap() -> None:
+    """Collect every child of this process that has ended (a forking server's loop calls it now and then)."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
 def cpu(root: int | None) -> float | None:
     """Processor seconds spent so far by ``root`` and every process under it (and the children they collected);
     None when ``root`` is gone or there is no /proc."""

@@ -184,18 +184,13 @@ class Forked:
 
 def _serve() -> None:
     """The template: import, then fork a worker for each request on standard input (a socket)."""
-    from autograder.proctree import set_name
+    from autograder.proctree import reap, set_name
     _imports()
     set_name(b"grader-template")
     control = socket.socket(fileno=0)
     while True:
         ready = select.select([control], [], [], 1.0)[0]
-        while True:  # collect the workers that ended
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
+        reap()  # the workers that ended
         if not ready:
             continue
         try:

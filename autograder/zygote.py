@@ -33,7 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .proctree import set_name
+from .proctree import reap, set_name
 
 PRELOAD = ("torch", "numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher",
            "matplotlib.pyplot")  # pyplot: half a second of a short notebook's first cell; see _fresh_matplotlib
@@ -129,7 +129,7 @@ def _serve():
     _name("zygote")
     while True:
         ready = select.select([listener, 0], [], [], 1.0)[0]
-        _reap()
+        reap()
         if 0 in ready:  # the run closed its end, or the grader is gone
             sys.exit(0)
         if listener in ready:
@@ -153,16 +153,6 @@ def _name(which: str) -> None:
 def _peer_uid(conn: socket.socket) -> int:
     import struct
     return struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not pid:
-            return
 
 
 def _launch(conn: socket.socket):
