@@ -15,8 +15,8 @@ from .fingerprint import fingerprint, version
 from .release import release
 from .results import Store
 from .sandbox import preflight
-from .report import (class_summary, exercise_table, needs_review, plot_summary, write_class_report,
-                     write_feedback, write_grades_csv)
+from .report import (bare_page, class_summary, exercise_table, feedback_page, needs_review, plot_summary,
+                     render_pages, write_class_report, write_feedback, write_grades_csv)
 
 
 CLUSTER_HELP = ("grade on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786) instead of this "
@@ -194,22 +194,32 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
     unfinished = len(todo) - len(fresh)
-    write_outputs(results, out, refused, unfinished)
+    write_outputs(results, out, refused, unfinished, jobs)
     if interrupted:
         raise KeyboardInterrupt(f"{unfinished} notebook(s) not graded")
     return results, refused
 
 
-def write_outputs(results, out: Path, refused=(), unfinished: int = 0) -> None:
-    """grades.csv, report.txt, summary.txt and .png, and one feedback page per notebook, from ``results``.
-    A page that fails to render is reported, and the other pages are written all the same."""
+def write_outputs(results, out: Path, refused=(), unfinished: int = 0, jobs: int = 1) -> None:
+    """grades.csv, report.txt, summary.txt and .png, and one feedback page per notebook, from ``results`` (the
+    pages rendered ``jobs`` at a time). A page that fails to render is reported, and the others are written."""
     autograded = out / "autograded"
     write_grades_csv(results, out / "grades.csv")
-    failed = []
-    for r in results:
+    pages, bodies = {}, {}
+    for i, r in enumerate(results):
         try:
-            write_feedback(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb",
-                           out / "feedback" / r.student / f"{r.assignment}.html", root=out)
+            pages[i] = feedback_page(r, autograded / r.student / r.assignment / f"{r.assignment}.ipynb")
+        except Exception as e:  # noqa: BLE001 - reported with its page below
+            bodies[i] = e
+    todo = [i for i, (nb, _) in pages.items() if nb is not None]
+    bodies.update(zip(todo, render_pages([pages[i] for i in todo], jobs)))
+    failed = []
+    for i, r in enumerate(results):
+        try:
+            body = bodies.get(i) or bare_page(pages[i][1])
+            if isinstance(body, Exception):
+                raise body
+            write_feedback(r, None, out / "feedback" / r.student / f"{r.assignment}.html", root=out, body=body)
         except Exception as e:  # noqa: BLE001 - one page must not cost the others theirs
             failed.append((r, f"{type(e).__name__}: {str(e)[:200]}"))
             r.notes.append(f"its feedback page could not be written ({type(e).__name__}: {str(e)[:200]})")

@@ -189,10 +189,25 @@ def _cut(text, limit: int) -> str:
     return text[:limit] + f"\n\n[the rest ({len(text) - limit} characters) is not shown in this feedback]"
 
 
+_exporter = None
+
+
 def _render(nb, header: str) -> str:
-    from nbconvert import HTMLExporter
-    body, _ = HTMLExporter(template_name="classic", exclude_input_prompt=True,
-                           sanitize_html=True).from_notebook_node(nb)
+    """The page, rendered by nbconvert in this (renderer) process. The exporter is made once per process, and the
+    HTML it sanitizes is remembered by its text: the notebook's own cells are the same on every student's page."""
+    global _exporter
+    if _exporter is None:
+        from functools import lru_cache
+
+        from nbconvert import HTMLExporter
+        from nbconvert.filters import clean_html
+        remembered = lru_cache(maxsize=4096)(clean_html)
+
+        def clean(element):
+            return remembered(element) if len(element) <= MAX_CELL else clean_html(element)
+        _exporter = HTMLExporter(template_name="classic", exclude_input_prompt=True, sanitize_html=True,
+                                 filters={"clean_html": clean})
+    body, _ = _exporter.from_notebook_node(nb)
     return body.replace("<body>", "<body>" + header, 1)
 
 
@@ -215,27 +230,66 @@ def _default_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _render_bounded(nb, header: str, seconds: float = RENDER_SECONDS) -> str:
-    """``_render`` in a child process that is stopped after ``seconds``; then ``_plain``."""
+def render_pages(pages: list, jobs: int = 1, seconds: float = RENDER_SECONDS) -> list:
+    """[(nb, header)] -> one HTML page each, rendered in ``jobs`` forked processes. A page still rendering
+    ``seconds`` after its process took it up is written as plain text (``_plain``), and that process is replaced;
+    a page whose rendering raised comes back as the exception."""
     import multiprocessing
+    import time
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(1, initializer=_default_signals) as pool:
-        job = pool.apply_async(_render, (nb, header))
-        try:
-            return job.get(seconds)
-        except multiprocessing.TimeoutError:
-            return _plain(nb, header)
+    out = [None] * len(pages)
+    todo = list(range(len(pages)))[::-1]
+    pools = [ctx.Pool(1, initializer=_default_signals) for _ in range(max(1, min(jobs, len(pages))))]
+    busy = [None] * len(pools)  # per process: (page, its job, when it was given)
+    try:
+        while todo or any(busy):
+            for k, pool in enumerate(pools):
+                if busy[k] is None and todo:
+                    i = todo.pop()
+                    busy[k] = (i, pool.apply_async(_render, pages[i]), time.monotonic())
+                elif busy[k] is not None:
+                    i, job, given = busy[k]
+                    if job.ready():
+                        try:
+                            out[i] = job.get()
+                        except Exception as e:  # noqa: BLE001 - one page's failure is reported with that page
+                            out[i] = e
+                        busy[k] = None
+                    elif time.monotonic() - given > seconds:
+                        pool.terminate()
+                        pools[k] = ctx.Pool(1, initializer=_default_signals)
+                        out[i], busy[k] = _plain(*pages[i]), None
+            time.sleep(0.005)
+    finally:
+        for pool in pools:
+            pool.terminate()
+    return out
 
 
-def write_feedback(result: NotebookResult, autograded: Path | None, path: Path, root: Path | None = None) -> None:
-    """One student's feedback page: points and messages per exercise, then their graded
-    notebook with the hidden tests' code and tracebacks redacted (nbgrader shows them, #917)."""
+def feedback_page(result: NotebookResult, autograded: Path | None):
+    """What one student's feedback page shows: their graded notebook with the hidden tests' code and tracebacks
+    redacted (None when there is none), and the header: points and messages per exercise."""
     table = html.escape(exercise_table(result))
     header = (f"<h1>Feedback: {html.escape(result.assignment)}</h1><p>autograded "
               f"{_fmt(result.auto_score)} / {_fmt(result.auto_max)} points</p><pre>{table}</pre>")
     if autograded is not None and autograded.is_file():
-        nb = _redacted(nbformat.reads(files.read(autograded).decode(), as_version=4))
-        body = _render_bounded(nb, header)
-    else:
-        body = f"<!DOCTYPE html><html><body>{header}</body></html>"
+        return _redacted(nbformat.reads(files.read(autograded).decode(), as_version=4)), header
+    return None, header
+
+
+def write_feedback(result: NotebookResult, autograded: Path | None, path: Path, root: Path | None = None,
+                   body: str | None = None) -> None:
+    """One student's feedback page: points and messages per exercise, then their graded notebook with the hidden
+    tests' code and tracebacks redacted (nbgrader shows them, #917). ``body``: the page, rendered already by
+    ``render_pages``."""
+    if body is None:
+        nb, header = feedback_page(result, autograded)
+        body = render_pages([(nb, header)])[0] if nb is not None else bare_page(header)
+        if isinstance(body, Exception):
+            raise body
     files.write(path, body, root=root)
+
+
+def bare_page(header: str) -> str:
+    """A feedback page with no notebook under its header."""
+    return f"<!DOCTYPE html><html><body>{header}</body></html>"
