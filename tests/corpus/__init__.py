@@ -22,7 +22,10 @@ named before any change, 22 of 23 faithful ports kept every point. The one that 
 breach since notebook 06 asks for the mean of (x - mean)^2; the diagnoses written after it name all 34. The
 modules ``*_round4.py`` are a fourth set (GPT-2, Qwen2, DistilBERT, GPT-NeoX, Gemma2, BART, litgpt, gpt-fast,
 tiktoken, WordPiece, ...): 34 of 36 breaches named before any change, every faithful port kept its marks, and one
-breach (merges looked up by the merged string) kept its points until notebook 07's edge cases covered it.
+breach (merges looked up by the merged string) kept its points until notebook 07's edge cases covered it. The
+modules ``*_round5.py`` are a fifth set (Mesh TensorFlow, AllenNLP, OpenNMT-tf, Lingvo, TorchScale, DeepSpeed,
+YouTokenToMe, CS336, GPT-J, ...): 31 of 36 breaches named before any change, every faithful port kept its marks, and
+one breach (norm_first defaulting to True) kept its points until the judge built the layer without the argument.
 """
 from dataclasses import dataclass
 

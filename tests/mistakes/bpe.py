@@ -81,6 +81,16 @@ def pair_counts(word_freqs):
             counts[pair] += freq
     return counts
 ''', ("pair_counts_within_words",), "overlapping pairs all count", also=('pair_counts_weighted',)),
+    Mistake("pairs in a run of one symbol counted without overlap", "pair_counts", '''
+def pair_counts(word_freqs):
+    counts = Counter()
+    for word, freq in word_freqs.items():
+        i = 0
+        while i < len(word) - 1:
+            counts[word[i], word[i + 1]] += freq
+            i += 2 if word[i] == word[i + 1] else 1
+    return counts
+''', ("pair_counts_within_words",), "counted without overlap", also=('pair_counts_weighted',)),
     Mistake("pairs counted across word boundaries", "pair_counts", '''
 def pair_counts(word_freqs):
     symbols = [s for word, freq in word_freqs.items() for _ in range(freq) for s in word]

@@ -212,6 +212,11 @@ MISTAKES = [
         weights = torch.softmax(q @ key.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return weights @ v, weights
 '''), L_OUT, "E and F mix positions, not features", also=('LinformerSelfAttention_cost',)),
+    Mistake("Linformer: one projection E shared by keys and values", "LinformerSelfAttention", linformer(
+        LINFORMER_RIGHT.replace("self.F @ v", "self.E @ v"), init=LINFORMER_INIT.replace(
+            "        self.F = nn.Parameter(torch.randn(k, seq_len) / math.sqrt(k))\n", "")),
+        ("LinformerSelfAttention_structure",) + L_OUT, "has no projection F, only E",
+        also=('LinformerSelfAttention_cost',)),
     Mistake("Linformer E and F of shape (seq_len, k)", "LinformerSelfAttention", linformer('''        key, v = self.E.T @ key, self.F.T @ v
         weights = torch.softmax(q @ key.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
         return weights @ v, weights

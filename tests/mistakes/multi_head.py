@@ -106,6 +106,12 @@ def merge_heads(x):
     Mistake("w_o applied before merging the heads", "MultiHeadAttention",
             mha(replace=[("return self.w_o(merge_heads(out)), weights", "return merge_heads(self.w_o(out)), weights")]),
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "only then w_o", also=('MultiHeadAttention_vectorized', 'MultiHeadAttention_dropout')),
+    Mistake("residual and LayerNorm inside the attention", "MultiHeadAttention",
+            mha(replace=[("return self.w_o(merge_heads(out)), weights",
+                          "out = self.w_o(merge_heads(out))\n"
+                          "        return torch.nn.functional.layer_norm(query + out, query.shape[-1:]), weights")]),
+            ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "a LayerNorm inside the attention",
+            also=('MultiHeadAttention_dropout',)),
     Mistake("keys and values projected from the query", "MultiHeadAttention",
             mha(replace=[("self.w_k(key)", "self.w_k(query)"), ("self.w_v(value)", "self.w_v(query)")]),
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "projected from the `key`"),

@@ -187,6 +187,9 @@ class LayerNorm(nn.Module):
         ("EncoderLayer_post_norm", "EncoderLayer_pre_norm"), "no residual connection"),
     Mistake("EncoderLayer ignores norm_first (always post-norm)", "EncoderLayer", _encoder(CORRECT_POST),
             ("EncoderLayer_pre_norm",), "pre-norm is computed as post-norm"),
+    Mistake("norm_first defaults to True (pre-norm by default)", "EncoderLayer", _post_pre(CORRECT_POST, CORRECT_PRE)
+            .replace("dropout=0.1, norm_first=False", "dropout=0.1, norm_first=True"),
+            ("EncoderLayer_post_norm",), "built without norm_first, is a pre-norm layer"),
     Mistake("post-norm and pre-norm swapped", "EncoderLayer", _encoder(
         '''        if not self.norm_first:
 ''' + CORRECT_PRE + "\n" + CORRECT_POST),

@@ -39,6 +39,12 @@ def simple_self_attention(x):
 def simple_self_attention(x):
     return softmax(x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1]), dim=-1) @ x
 ''', ("simple_self_attention_reference",), "no scaling"),
+    Mistake("batch dim added with unsqueeze(1): each row its own batch", "simple_self_attention", '''
+def simple_self_attention(x):
+    x3 = x if x.dim() > 2 else x.unsqueeze(1)
+    out = softmax(x3 @ x3.transpose(-2, -1), dim=-1) @ x3
+    return out.reshape(x.shape)
+''', ("simple_self_attention_reference",), "each row became a batch of its own"),
     Mistake("simple self-attention with x.T", "simple_self_attention", '''
 def simple_self_attention(x):
     return softmax(x @ x.T, dim=-1) @ x

@@ -9,19 +9,28 @@ from .corpora import random_word_freqs
 
 
 def _hints(word_freqs):
-    unweighted, once_per_word, short = Counter(), Counter(), Counter()
+    unweighted, once_per_word, short, apart = Counter(), Counter(), Counter(), Counter()
     for word, freq in word_freqs.items():
         unweighted.update(zip(word, word[1:]))
         for pair in set(zip(word, word[1:])):
             once_per_word[pair] += freq
         for pair in zip(word[:-1], word[1:-1]):
             short[pair] += freq
+        last = None  # (pair, position) last counted: in a run of one symbol, the next pair overlaps it
+        for i, pair in enumerate(zip(word, word[1:])):
+            if pair[0] == pair[1] and last == (pair, i - 1):
+                continue
+            apart[pair] += freq
+            last = (pair, i)
     flat = [s for word, freq in word_freqs.items() for _ in range(freq) for s in word]
     return {
         "each word is counted once; weight every pair by the word's frequency (counts[pair] += freq)":
             dict(unweighted),
         "a pair that occurs twice in a word is counted once: count every position, so ('a', 'a', 'a') holds "
         "('a', 'a') twice (overlapping pairs all count)": dict(once_per_word),
+        "in a run of one repeated symbol the pairs are counted without overlap (as often as they could be "
+        "merged): ('a', 'a', 'a') holds ('a', 'a') twice, at positions 0 and 1; count every position":
+            dict(apart),
         "pairs are counted across word boundaries (the last symbol of one word with the first of the next): "
         "count the pairs inside each word only": dict(Counter(zip(flat, flat[1:]))),
         "the last pair of each word is missing: a word of n symbols has n - 1 pairs, at positions 0 to n - 2 "

@@ -34,6 +34,10 @@ def _structure_problem(info, made, d_model, seq_len, kk):
         if problem:
             return problem
     for name in ("E", "F"):
+        if name == "F" and "E" in info.params and "F" not in {*info.params, *info.buffers, *info.tensors}:
+            return (f"{made} has no projection F, only E: keys and values each get their own learned "
+                    f"projection (one E shared by both is Linformer's share_kv variant, not this layer): "
+                    f"self.F = nn.Parameter(torch.randn(k, seq_len) / math.sqrt(k))")
         if name not in info.params:
             where = ("a buffer" if name in info.buffers else "a plain tensor attribute" if name in info.tensors
                      else None)

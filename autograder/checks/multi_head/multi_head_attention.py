@@ -141,6 +141,14 @@ def _hints(params, d, h, query, key, value, mask):
         got = _variant(params, h, query, key, value, mask, **kwargs)
         if got is not None:
             hints[message] = got
+    plain = _variant(params, h, query, key, value, mask)
+    if plain is not None:  # the encoder layer's residual (and LayerNorm) written into the attention
+        out, w = plain
+        hints["the query is added back to the output and the sum normalized (a residual connection and a "
+              "LayerNorm inside the attention): return w_o(merged heads) alone; the residual and the LayerNorm "
+              "belong to the encoder layer (notebook 06)"] = (F.layer_norm(query + out, (d,)), w)
+        hints["the query is added back to the output (a residual connection inside the attention): return "
+              "w_o(merged heads) alone; the residual belongs to the encoder layer (notebook 06)"] = (query + out, w)
     t_q, t_k = query.shape[-2], key.shape[-2]
     if mask is None and t_q == t_k:
         hints[ALWAYS_CAUSAL] = expected(params, d, h, query, key, value, torch.ones(t_q, t_k, dtype=torch.bool).tril())

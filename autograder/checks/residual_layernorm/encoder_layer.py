@@ -14,9 +14,11 @@ FF = "(FeedForward from lib.feed_forward)"
 
 
 def _build(k, d, h, d_ff, norm_first, dropout=0.0):
-    what = f"EncoderLayer({d}, {h}, {d_ff}, dropout={dropout}, norm_first={norm_first})"
-    layer = k.call(what, k.student("EncoderLayer"), d, h, d_ff, dropout=dropout, norm_first=norm_first,
-                   inject=trusted_norms(k), seed=0)
+    """The student's layer; ``norm_first=None`` leaves the argument out (its default)."""
+    given = {} if norm_first is None else {"norm_first": norm_first}
+    what = f"EncoderLayer({d}, {h}, {d_ff}, dropout={dropout}" + "".join(f", {n}={v}" for n, v in given.items()) + ")"
+    layer = k.call(what, k.student("EncoderLayer"), d, h, d_ff, dropout=dropout, **given, inject=trusted_norms(k),
+                   seed=0)
     return layer, module(k, layer, what), what
 
 
@@ -77,7 +79,7 @@ def _torch_pair(k, d, h, d_ff, norm_first, seed, dropout=0.0):
     if problem:
         raise AssertionError(problem)
     g = seeded(seed)
-    theirs = nn.TransformerEncoderLayer(d, h, d_ff, dropout=dropout, batch_first=True, norm_first=norm_first)
+    theirs = nn.TransformerEncoderLayer(d, h, d_ff, dropout=dropout, batch_first=True, norm_first=bool(norm_first))
     with torch.no_grad():
         for name, p in theirs.named_parameters():
             if name.startswith("norm") and name.endswith("weight"):
@@ -218,8 +220,21 @@ def EncoderLayer_structure(k):
 
 
 def EncoderLayer_post_norm(k):
-    """norm_first=False equals nn.TransformerEncoderLayer(norm_first=False) with the same weights, with masks."""
+    """norm_first=False equals nn.TransformerEncoderLayer(norm_first=False) with the same weights, with masks; so
+    does the layer built without norm_first (post-norm is the default)."""
     _equals_torch(k, False, 65)
+    d, h, d_ff = 16, 4, 32
+    ours, theirs, what = _torch_pair(k, d, h, d_ff, None, 67)
+    _mode(k, ours, "eval", what)
+    x = torch.randn(3, 6, d, generator=seeded(67)) * 2 + 0.5
+    call = f"{what}(x of shape (3, 6, {d}), no mask)"
+    out = _run(k, ours, x, None, call)
+    with torch.no_grad():
+        expected = theirs(x)
+    if not is_close(out, expected) and is_close(out, _variants(theirs, x, None, h)["pre"]):
+        raise AssertionError(f"{what}, built without norm_first, is a pre-norm layer: the default must be "
+                             f"norm_first=False (post-norm, x = LN(x + Sub(x)), as in nn.TransformerEncoderLayer)")
+    assert_close(out, expected, f"output of {call} (compared with nn.TransformerEncoderLayer, same weights)")
 
 
 def EncoderLayer_pre_norm(k):

@@ -16,7 +16,11 @@ UNBATCHED_HINT = ("x may be a single sequence (T, d), 2-D, or have more leading 
 
 def _hints(x):
     scores = x @ x.transpose(-2, -1)
-    return {
+    unbatched = {} if x.dim() != 2 else {
+        "given one sequence (T, d), it returns x unchanged: each row became a batch of its own and attends only "
+        "to itself (code for (B, T, d) only?); use x @ x.transpose(-2, -1), which works for any number of "
+        "leading dims": x}
+    return unbatched | {
         "you returned the attention weights: multiply them by X to get the outputs": torch.softmax(scores, -1),
         "the softmax is over the queries (dim -2); each row of weights must sum to 1 over the keys (dim -1)":
             torch.softmax(scores, -2) @ x,
