@@ -96,7 +96,8 @@ def clean(tmp_path_factory):
 
 def _interrupted(tmp, how):
     # dan's answer is right but takes 15 s more: the class is still being graded when the signal comes, however
-    # slowly this machine gets to sending it
+    # slowly this machine gets to sending it. Then dan resubmits it without the wait (the run was stopped before
+    # his notebook was graded), so that the rerun does not wait for it again.
     sub = make_class(tmp / "submitted", slow={"dan": 15})
     out = tmp / "out"
     proc = start(sub, out)
@@ -105,6 +106,8 @@ def _interrupted(tmp, how):
     proc.send_signal(how)
     stdout, stderr = proc.communicate(timeout=120)
     watch.stop()
+    assert '"student": "dan"' not in (out / "results.jsonl").read_text(), "dan was graded before the signal came"
+    make_class(sub)
     return sub, out, proc, stdout + stderr, watch
 
 

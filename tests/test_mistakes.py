@@ -23,8 +23,10 @@ MODULES = [importlib.import_module(f"tests.mistakes.{m.name}") for m in pkgutil.
 MISTAKES = [(m.ASSIGNMENT, x) for m in MODULES for x in m.MISTAKES]
 ALTERNATIVES = [(m.ASSIGNMENT, x) for m in MODULES for x in m.ALTERNATIVES]
 FULL = os.environ.get("COURSE_FULL_CATALOGUE") == "1"
+# The sample through nbgrader: each notebook's first mistake (its notebook has failing and passing parts both) and
+# one correct alternative; the rest only with COURSE_FULL_CATALOGUE=1.
 SAMPLE = MISTAKES + ALTERNATIVES if FULL else [
-    (m.ASSIGNMENT, x) for m in MODULES for x in m.MISTAKES[:1] + m.ALTERNATIVES[:1]]
+    (m.ASSIGNMENT, x) for m in MODULES for x in m.MISTAKES[:1]] + ALTERNATIVES[:1]
 # The quick tier's sample (python3 course.py test --quick): each notebook's first mistake and first alternative,
 # judged in this process, but for 08 and 09, whose solution notebooks alone take longer than the tier's minute.
 QUICK = {(m.ASSIGNMENT, x.name) for m in MODULES for x in m.MISTAKES[:1] + m.ALTERNATIVES[:1]
