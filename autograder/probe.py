@@ -82,6 +82,11 @@ class Encoder:
                 return {"$": "float", "v": repr(obj)}
             return obj
         if kind in SEQUENCES:
+            if all(type(x) is str for x in obj):  # a word's symbols (BPE), say: sent as they are, counted the same
+                self.items += len(obj)
+                if self.items > MAX_ITEMS:
+                    raise WireError(f"the value is too large to send (more than {MAX_ITEMS} items)")
+                return {"$": SEQUENCES[kind], "v": list(obj)}
             return {"$": SEQUENCES[kind], "v": [self(x, depth + 1) for x in obj]}
         if kind in DICTS:
             return {"$": "dict", "type": DICTS[kind],
@@ -135,7 +140,9 @@ class Decoder:
         if tag == "float":
             return float(data["v"])
         if tag in ("list", "tuple", "set", "frozenset"):
-            items = [self(x, depth + 1) for x in _list(data["v"])]
+            items = _list(data["v"])
+            if not all(type(x) is str for x in items):  # strings stand for themselves
+                items = [self(x, depth + 1) for x in items]
             return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
         if tag == "dict":
             pairs = [(self(k, depth + 1), self(v, depth + 1)) for k, v in _list(data["v"])]
