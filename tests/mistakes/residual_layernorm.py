@@ -144,6 +144,16 @@ class LayerNorm(nn.Module):
     def forward(self, x):
         return layer_norm(x, self.weight, self.bias)
 ''', ("LayerNorm_forward",), "eps is not passed on"),
+    Mistake("LayerNorm eps defaulting to 1e-12 (BERT's and XLM's)", "LayerNorm", '''
+class LayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-12):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias, self.eps)
+''', ("LayerNorm_forward",), "the default eps is 1e-12"),
     Mistake("LayerNorm forward without weight and bias", "LayerNorm", '''
 class LayerNorm(nn.Module):
     def __init__(self, d_model, eps=1e-5):

@@ -9,6 +9,11 @@ def softmax(x, dim=-1):
     e = (x - x.amax(dim=0, keepdim=True)).exp()
     return e / e.sum(dim=0, keepdim=True)
 ''', ("softmax_reference",), "sum to 1 along dim 0", also=('softmax_stable',)),
+    Mistake("softmax with dim defaulting to 1 (Chainer's axis=1)", "softmax", '''
+def softmax(x, dim=1):
+    e = (x - x.amax(dim=dim, keepdim=True)).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+''', ("softmax_reference",), "with dim left out it normalizes dim 1"),
     Mistake("softmax without subtracting the max", "softmax", '''
 def softmax(x, dim=-1):
     e = x.exp()

@@ -103,6 +103,14 @@ def LayerNorm_forward(k):
     assert_close(out, expected_layer_norm(x, eps=eps), f"{what}(x) on rows of small spread",
                  hints={"eps is not passed on: store it in __init__ and use it in forward": expected_layer_norm(x)})
 
+    layer, _, what = _build(k, 4)  # eps left out: the contract's 1e-5 matters on rows this close together
+    _start_plain(k, layer, 4, what)
+    x = torch.tensor([[0.0, 0.002, -0.002, 0.0], [0.001, 0.0, 0.0, -0.001]])  # means exactly 0
+    out = k.call(f"{what}(x)", layer, x, inject=trusted_layer_norm(k))
+    assert_close(out, expected_layer_norm(x), f"{what}(x) on rows of tiny spread, eps left out", hints={
+        f"the default eps is {e:g}: LayerNorm(d_model) must use eps=1e-5 (as nn.LayerNorm does)":
+            expected_layer_norm(x, eps=e) for e in (1e-12, 1e-8, 1e-6, 1e-3, 0.0)})
+
     layer, _, what = _build(k, 5)
     _start_plain(k, layer, 5, what)
     x = torch.randn(3, 5, generator=g, dtype=torch.float64)

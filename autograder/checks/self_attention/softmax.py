@@ -34,6 +34,11 @@ def softmax_reference(k):
     x = torch.randn(3, 4, generator=g, dtype=torch.float64)
     actual = k.call("softmax on a float64 tensor", softmax, x)
     assert_close(actual, torch.softmax(x, -1), "softmax on a float64 tensor (keep the input's dtype)", atol=1e-9)
+    x = torch.randn(2, 3, 4, generator=g)
+    actual = k.call("softmax(x of shape (2, 3, 4)), dim left out", softmax, x)
+    assert_close(actual, torch.softmax(x, -1), "softmax(x of shape (2, 3, 4)) with dim left out", hints={
+        f"with dim left out it normalizes dim {other}: the default must be dim=-1, the last dimension":
+            torch.softmax(x, other) for other in (0, 1)})
 
 
 def softmax_stable(k):
