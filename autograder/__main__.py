@@ -216,10 +216,8 @@ def write_outputs(results, out: Path, refused=(), unfinished: int = 0, jobs: int
     failed = []
     for i, r in enumerate(results):
         try:
-            body = bodies.get(i) or bare_page(pages[i][1])
-            if isinstance(body, Exception):
-                raise body
-            write_feedback(r, None, out / "feedback" / r.student / f"{r.assignment}.html", root=out, body=body)
+            write_feedback(r, out / "feedback" / r.student / f"{r.assignment}.html",
+                           bodies.get(i) or bare_page(pages[i][1]), root=out)
         except Exception as e:  # noqa: BLE001 - one page must not cost the others theirs
             failed.append((r, f"{type(e).__name__}: {str(e)[:200]}"))
             r.notes.append(f"its feedback page could not be written ({type(e).__name__}: {str(e)[:200]})")

@@ -201,7 +201,7 @@ def _render(nb, header: str) -> str:
 
         from nbconvert import HTMLExporter
         from nbconvert.filters import clean_html
-        remembered = lru_cache(maxsize=4096)(clean_html)
+        remembered = lru_cache(maxsize=1024)(clean_html)  # a notebook has some fifty cells
 
         def clean(element):
             return remembered(element) if len(element) <= MAX_CELL else clean_html(element)
@@ -277,16 +277,11 @@ def feedback_page(result: NotebookResult, autograded: Path | None):
     return None, header
 
 
-def write_feedback(result: NotebookResult, autograded: Path | None, path: Path, root: Path | None = None,
-                   body: str | None = None) -> None:
-    """One student's feedback page: points and messages per exercise, then their graded notebook with the hidden
-    tests' code and tracebacks redacted (nbgrader shows them, #917). ``body``: the page, rendered already by
-    ``render_pages``."""
-    if body is None:
-        nb, header = feedback_page(result, autograded)
-        body = render_pages([(nb, header)])[0] if nb is not None else bare_page(header)
-        if isinstance(body, Exception):
-            raise body
+def write_feedback(result: NotebookResult, path: Path, body, root: Path | None = None) -> None:
+    """One student's feedback page into ``path``: ``body`` as ``render_pages`` gave it (an exception it raised is
+    raised here, for the caller to report with that student)."""
+    if isinstance(body, Exception):
+        raise body
     files.write(path, body, root=root)
 
 
