@@ -236,6 +236,8 @@ def render_pages(pages: list, jobs: int = 1, seconds: float = RENDER_SECONDS) ->
     a page whose rendering raised comes back as the exception."""
     import multiprocessing
     import time
+    if not pages:
+        return []
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     out = [None] * len(pages)
     todo = list(range(len(pages)))[::-1]
