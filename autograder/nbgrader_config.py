@@ -39,10 +39,11 @@ c.Execute.shutdown_kernel = "immediate"
 
 # Our Execute step (autograder/execute.py): a dead or stuck kernel costs only
 # the cells from there on, a notebook has a total time limit, output is capped.
-from autograder.execute import GuardedExecute  # noqa: E402
+# Named by its path, so that it is imported (with PyTorch, for the judges' channel) only by a command that
+# autogrades: every nbgrader command and the formgrader's server read this file, and PyTorch's import took 2.4 s.
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402
                                     LimitOutput, SaveAutoGrades)
 
-c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+c.Autograde.autograde_preprocessors = ["autograder.execute.GuardedExecute", IgnorePattern, ClearMetadataPreprocessor,
+                                       LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -195,6 +195,7 @@ def hub(tmp_path_factory):
 
     def running(check):
         def still():
+            tree.look()  # what the hub started so far, stopped at the end even if the hub exits first
             assert proc.poll() is None, "the hub exited:\n" + log.read_text()[-4000:]
             return check()
         return still

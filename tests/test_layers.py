@@ -22,7 +22,7 @@ LAYERS = [
     # the choice of runner
     {"runner"},
     # the commands
-    {"__main__"},
+    {"__main__", "serve"},
 ]
 LAYER = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

@@ -131,7 +131,9 @@ c.JupyterHub.load_roles = [{
 c.JupyterHub.services = [{
     "name": COURSE_ID,
     "url": f"http://127.0.0.1:{FORMGRADER_PORT}",
-    "command": [sys.executable, "-m", "jupyterhub.singleuser", *ROOT_FLAGS],
+    # started without the IRI grammar, which takes half of a Jupyter server's start: the hub exits when a service
+    # it starts does not answer within about 10 s, and on a busy machine the formgrader took longer
+    "command": [sys.executable, "-m", "autograder.serve", "jupyterhub.singleuser", *ROOT_FLAGS],
     "cwd": str(COURSE),
     "environment": {
         "JUPYTERHUB_DEFAULT_URL": "/formgrader",
