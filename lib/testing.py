@@ -65,11 +65,13 @@ def is_close(actual, expected, atol=1e-5, rtol=1e-4) -> bool:
     )
 
 
-def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, hints=None) -> None:
+def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, hints=None, diagnose=None) -> None:
     """Fail unless ``actual`` equals ``expected`` (shape and values, within tolerance).
 
     ``hints`` maps a message to the output a known mistake produces; when
-    ``actual`` matches one of them, the failure names that mistake.
+    ``actual`` matches one of them, the failure names that mistake. ``diagnose``,
+    for a class of mistakes no single output stands for, takes ``actual`` (right
+    shape and dtype, values wrong) and returns a message naming the cause, or None.
     """
     hints = hints or {}
     if not torch.is_tensor(actual):
@@ -88,6 +90,9 @@ def assert_close(actual, expected, name: str = "output", atol=1e-5, rtol=1e-4, h
         raise AssertionError(f"{name} contains NaN or inf where the expected values are all finite")
     diff = first_difference(actual, expected, atol, rtol)
     if diff is not None:
+        why = diagnose(actual) if diagnose is not None else None
+        if why:
+            raise AssertionError(f"{name} is wrong: {why}")
         idx, a, e = diff
         raise AssertionError(f"{name} differs from the expected value: first at index {idx}, got {a:.6g}, expected {e:.6g}")
 

@@ -134,9 +134,13 @@ def port_verdicts(aid, port):
 
 
 def named(aid, port) -> str:
-    """The message of the port's first failing part, if it names the breach; '' otherwise."""
+    """The message of the port's first failing part, if it names the breach; '' otherwise. A bare comparison of
+    values names nothing, even where the call it describes holds one of the words (`scaled_dot_product_attention`
+    holds "scale", "no masks" holds "mask")."""
     failing = [v for v in port_verdicts(aid, port) if not v.passed and v.exercise == port.cell]
     message = failing[0].message if failing else ""
+    if "differs from the expected value" in message:
+        return ""
     return message if any(word.lower() in message.lower() for word in port.names) else ""
 
 

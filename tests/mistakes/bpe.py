@@ -172,6 +172,24 @@ def merge_pair(pair, word_freqs):
     Mistake("merged words overwrite each other's counts", "merge_pair", changed(
         MERGE, ("merged[tuple(out)] = merged.get(tuple(out), 0) + freq", "merged[tuple(out)] = freq")),
         ("merge_pair_edges",), "add up their counts"),
+    Mistake("merged word replaces the word it became (copy, delete, set)", "merge_pair", '''
+def merge_pair(pair, word_freqs):
+    a, b = pair
+    merged = dict(word_freqs)
+    for word, freq in word_freqs.items():
+        out, i = [], 0
+        while i < len(word):
+            if i + 1 < len(word) and word[i] == a and word[i + 1] == b:
+                out.append(a + b)
+                i += 2
+            else:
+                out.append(word[i])
+                i += 1
+        if tuple(out) != word:
+            del merged[word]
+            merged[tuple(out)] = freq
+    return merged
+''', ("merge_pair_edges",), "add up their counts"),
     Mistake("merge_pair returning its argument when the pair does not occur", "merge_pair", changed(
         MERGE, ("    a, b = pair\n", "    a, b = pair\n"
                 "    if not any(pair in zip(w, w[1:]) for w in word_freqs):\n        return word_freqs\n")),

@@ -138,7 +138,17 @@ MISTAKES = [
         PRE.replace("ca(self.norm2(x))", "ca(self.norm3(x))").replace("ff(self.norm3(x))", "ff(self.norm2(x))"),
         POST.replace("self.norm2(x + ca(x))", "self.norm3(x + ca(x))").replace("self.norm3(x + ff(x))",
                                                                                "self.norm2(x + ff(x))")),
-        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm"), "LayerNorms are in the wrong order"),
+        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm"), "LayerNorms are paired with the wrong sublayers"),
+    Mistake("pre-norm with the LayerNorms rotated (norm3, norm1, norm2)", "DecoderLayer", decoder(
+        PRE.replace("sa(self.norm1(x))", "sa(self.norm3(x))").replace("ca(self.norm2(x))", "ca(self.norm1(x))")
+        .replace("ff(self.norm3(x))", "ff(self.norm2(x))")),
+        ("DecoderLayer_pre_norm",), "norm3 with the self-attention, norm1 with the cross-attention"),
+    Mistake("self-attention always causal (its own mask, tgt_mask unused)", "DecoderLayer", decoder().replace(
+        "        sa = lambda q, m=tgt_mask:",
+        "        tgt_mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device).tril()\n"
+        "        sa = lambda q, m=tgt_mask:"),
+        ("DecoderLayer_post_norm", "DecoderLayer_pre_norm"),
+        "a causal mask is applied although none was given (tgt_mask=None)"),
     Mistake("norm_first ignored (always post-norm)", "DecoderLayer", decoder(pre=""),
             ("DecoderLayer_pre_norm",), "pre-norm is computed as post-norm"),
     Mistake("pre-norm normalizes the memory too", "DecoderLayer", decoder(

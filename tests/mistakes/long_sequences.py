@@ -272,6 +272,9 @@ MISTAKES = [
 '''), R_VALUES, "10000^(-i/d)"),
     Mistake("rotary base 500000 (LLaMA 3's rope_theta)", "apply_rotary", rotary(ROTARY_RIGHT.replace(
         "10000 ** (-torch", "500000 ** (-torch")), R_VALUES, "the base 5e+05"),
+    Mistake("rotary with positions interpolated (p / 2)", "apply_rotary", rotary(ROTARY_RIGHT.replace(
+        "positions.to(device=x.device, dtype=torch.float32)", "(positions.to(device=x.device, dtype=torch.float32) / 2)")),
+        R_VALUES, "the frequencies of 4 of the 4 pairs are changed"),
     Mistake("rotary frequencies 10000^(+2i/d)", "apply_rotary", rotary(ROTARY_RIGHT.replace("10000 ** (-torch", "10000 ** (torch")),
             R_VALUES, "10000^(+2i/d)"),
     Mistake("rotary ignores positions (uses 0..T-1)", "apply_rotary", rotary(ROTARY_RIGHT.replace(

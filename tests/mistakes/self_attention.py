@@ -29,6 +29,11 @@ def softmax(x, dim=-1):
     e = (x - x.amax(dim=dim, keepdim=True)).exp()
     return e / e.sum(dim=dim)
 ''', ("softmax_reference",), "keepdim=True", also=('softmax_stable',)),
+    Mistake("softmax with 1 + the sum in the denominator (a 'quiet' softmax)", "softmax", '''
+def softmax(x, dim=-1):
+    e = (x - x.amax(dim=dim, keepdim=True)).exp()
+    return e / (1 + e.sum(dim=dim, keepdim=True))
+''', ("softmax_reference", "softmax_stable"), "not 1: a softmax divides"),
     Mistake("softmax calling torch.softmax", "softmax", '''
 def softmax(x, dim=-1):
     return torch.softmax(x, dim=dim)
@@ -54,6 +59,14 @@ def simple_self_attention(x):
 def simple_self_attention(x):
     return softmax(x @ x.T, dim=-1) @ x
 ''', ("simple_self_attention_reference",), "not k.T"),
+    Mistake("attention scaled by 3 sqrt(d_k) (a temperature of 3)", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / (3 * math.sqrt(q.shape[-1]))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = softmax(scores, dim=-1)
+    return w @ v, w
+''', ("scaled_dot_product_attention_reference",), "= 3 * sqrt(d_k), not by sqrt(d_k)"),
     Mistake("attention scaled by d_k", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1]

@@ -7,6 +7,8 @@ from . import CLASSIC, EOW, diagnose, kind, plain_items, show_dict
 from .corpora import random_word_freqs
 
 MUTATED = "changed the dict it was given (it must not mutate its argument): build and return a new dict"
+OVERWRITTEN = ("two words that become equal after the merge must add up their counts (new[w] = new.get(w, 0) + freq); "
+               "one overwrote the other")
 
 
 def _hints(pair, word_freqs):
@@ -39,8 +41,7 @@ def _hints(pair, word_freqs):
         "only the first occurrence in each word is merged: merge every occurrence, left to right": first_only,
         "overlapping occurrences are merged from the right: ('a','a','a') must give ('aa', 'a'). Scan left to "
         "right, and after merging at i continue at i + 2": overlap,
-        "two words that become equal after the merge must add up their counts (new[w] = new.get(w, 0) + freq); "
-        "one overwrote the other": overwritten,
+        OVERWRITTEN: overwritten,
         "the new symbol is the pair (a, b): it must be one string, a + b": as_pair,
     }
 
@@ -69,11 +70,25 @@ def _word_freqs(result, what):
     return out
 
 
+def _one_count_kept(actual, pair, word_freqs) -> bool:
+    """True when ``actual`` is the merge but for words that two or more words became, each of which holds the count
+    of one of them, not their sum: whichever count came last overwrote the others (in any order)."""
+    sources = {}
+    for word, freq in word_freqs.items():
+        sources.setdefault(ref._merge_word(word, pair), []).append(freq)
+    if set(actual) != set(sources):
+        return False
+    wrong = [w for w, freqs in sources.items() if actual[w] != sum(freqs)]
+    return bool(wrong) and all(len(sources[w]) > 1 and actual[w] in sources[w] for w in wrong)
+
+
 def _check(k, pair, word_freqs, what):
     trace = k.trace(what, k.student("merge_pair"), pair, word_freqs, args_after=True)
     if trace.args[1] != word_freqs:
         raise AssertionError(f"{what} {MUTATED}")
     actual = _word_freqs(trace.value, what)
+    if _one_count_kept(actual, pair, word_freqs):
+        raise AssertionError(f"{what} is wrong: {OVERWRITTEN}")
     diagnose(actual, ref._merge(pair, word_freqs), lambda: _hints(pair, word_freqs), what, show_dict)
 
 

@@ -1,12 +1,14 @@
 """DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first): masked self-attention, cross-attention,
 feed-forward; compared with torch.nn.TransformerDecoderLayer (same weights), computed here."""
+import itertools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from lib.testing import assert_close, assert_shape, is_close
 
-from ..common import linear_problem, module, seeded, torch_mask
+from ..common import ALWAYS_CAUSAL, linear_problem, module, seeded, torch_mask
 from . import causal, padding
 
 MASK_HINT = ("Here the target has T positions and the source S != T: check that the self-attention gets x and "
@@ -96,6 +98,10 @@ def _weights(theirs, d):
     return {name: t.detach().clone() for name, t in out.items()}
 
 
+NORM_ORDERS = [order for order in itertools.permutations((1, 2, 3)) if order != (1, 2, 3)]  # norm{i} per sublayer
+SUBLAYERS = ("the self-attention", "the cross-attention", "the feed-forward")
+
+
 def _variants(theirs, x, memory, tgt_mask, memory_mask, h, norm_first):
     """Outputs of the correct layer and of the usual wrong ones, from torch's parts (no dropout)."""
     b, t, _ = x.shape
@@ -140,7 +146,10 @@ def _variants(theirs, x, memory, tgt_mask, memory_mask, h, norm_first):
         out[f"{name}_no_tgt_mask"] = fn(x, sa=lambda y: sa(y, None))
         out[f"{name}_no_memory_mask"] = fn(x, ca=lambda y, mem=memory: ca(y, mem, None))
         out[f"{name}_no_cross_residual"] = fn(x, res_cross=False)
-        out[f"{name}_norms_swapped"] = fn(x, n=(n1, n3, n2))
+        for order in NORM_ORDERS:
+            out[f"{name}_norms_{order}"] = fn(x, n=tuple((n1, n2, n3)[i - 1] for i in order))
+        if tgt_mask is None:
+            out[f"{name}_always_causal"] = fn(x, sa=lambda y: sa(y, torch_mask(causal(t), b, h, t, t)))
         out[f"{name}_order_swapped"] = fn(x, order=("cross", "self"))
         if norm_first:
             out["pre_norm_memory"] = pre(x, norm_memory=True)
@@ -161,11 +170,15 @@ def _hints(v, norm_first, tgt_mask, memory_mask):
         "there is no residual connection around the cross-attention: x + Drop(CrossAttn(...))":
             v[f"{mine}_no_cross_residual"],
         "there are no residual connections: add each sublayer's input back, x + Sub(...)": v[f"{mine}_no_residual"],
-        "the LayerNorms are in the wrong order: norm1 goes with the self-attention, norm2 with the "
-        "cross-attention, norm3 with the feed-forward": v[f"{mine}_norms_swapped"],
         "the cross-attention comes before the self-attention: the order is masked self-attention, "
         "cross-attention, feed-forward": v[f"{mine}_order_swapped"],
     }
+    for order in NORM_ORDERS:
+        used = ", ".join(f"norm{i} with {sub}" for i, sub in zip(order, SUBLAYERS) if i != SUBLAYERS.index(sub) + 1)
+        hints[f"the LayerNorms are paired with the wrong sublayers ({used}): norm1 goes with the self-attention, "
+              f"norm2 with the cross-attention, norm3 with the feed-forward"] = v[f"{mine}_norms_{order}"]
+    if tgt_mask is None:
+        hints[ALWAYS_CAUSAL.replace("mask=None", "tgt_mask=None")] = v[f"{mine}_always_causal"]
     if norm_first:
         hints["norm2 is applied to the memory too: in pre-norm only the decoder's stream is normalized, "
               "self.cross_attn(self.norm2(x), memory, memory, memory_mask)"] = v["pre_norm_memory"]

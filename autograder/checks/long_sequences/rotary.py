@@ -12,13 +12,15 @@ PAIRS_HINT = ("x[..., 0::2] and x[..., 1::2] are the two halves of the pairs (2i
               "on a new last dimension and flatten it to interleave them again")
 
 
-def rotary(x, positions, halves=False, freq="2i/d", sign=1.0, ignore_positions=False, swap=False, base=10000.0):
-    """The rotation computed here (in float64), or with one mistake put in on purpose."""
+def rotary(x, positions, halves=False, freq="2i/d", sign=1.0, ignore_positions=False, swap=False, base=10000.0,
+           freqs=None):
+    """The rotation computed here (in float64), or with one mistake put in on purpose (``freqs``: the
+    frequency of each pair, (d/2,), instead of base^(-2i/d))."""
     d = x.shape[-1]
     p = torch.arange(x.shape[-2]) if ignore_positions else positions
     i = torch.arange(d // 2, dtype=torch.float64)
     exponent = {"2i/d": -2 * i / d, "i/d": -i / d, "+2i/d": 2 * i / d}[freq]
-    angle = p.to(torch.float64)[..., None] * base ** exponent            # (T, d/2)
+    angle = p.to(torch.float64)[..., None] * (base ** exponent if freqs is None else freqs)   # (T, d/2)
     cos, sin = angle.cos(), sign * angle.sin()
     if swap:
         cos, sin = sin, cos
@@ -88,9 +90,10 @@ def apply_rotary_values(k):
 
 
 def _other_base(out, x, positions, what, hints):
-    """A rotation by p * base^(-2i/d) with another base than 10000 (LLaMA 3's 500000, Mistral's 10^6, a base
-    scaled for longer contexts): the base read off the angle of pair 1 at the first position p in (0, 1]. A slip
-    that ``hints`` names is named so (10000^(-i/d) is 100^(-2i/d), but the exponent is what went wrong)."""
+    """A rotation by p * f_i with other frequencies f_i than 10000^(-2i/d): another base (LLaMA 3's 500000, Mistral's
+    10^6, a base scaled for longer contexts), or some pairs' frequencies rescaled (LLaMA 3.1's long-context scaling
+    of the slow pairs). Each pair's frequency is read off its angle at the first position p in (0, 1]. A slip that
+    ``hints`` names is named so (10000^(-i/d) is 100^(-2i/d), but the exponent is what went wrong)."""
     d = x.shape[-1]
     if not torch.is_tensor(out) or out.shape != x.shape or d < 4 or positions.dim() != 1:
         return
@@ -100,18 +103,26 @@ def _other_base(out, x, positions, what, hints):
     if not rows:
         return
     t, p = rows[0], float(positions[rows[0]])
-    a, b = x[..., t, 2].double(), x[..., t, 3].double()
-    a2, b2 = out[..., t, 2].double(), out[..., t, 3].double()
-    angle = torch.atan2(a * b2 - b * a2, a * a2 + b * b2).flatten()[0].item() / p  # = base^(-2/d)
-    if not 0 < angle < 1:
+    a, b = x[..., t, 0::2].double(), x[..., t, 1::2].double()
+    a2, b2 = out[..., t, 0::2].double(), out[..., t, 1::2].double()
+    freqs = torch.atan2(a * b2 - b * a2, a * a2 + b * b2).reshape(-1, d // 2)[0] / p   # (d/2,)
+    ours = 10000.0 ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
+    if not torch.allclose(out.double(), rotary(x, positions, freqs=freqs).double(), atol=1e-4, rtol=1e-3):
+        return  # not a rotation of each pair by p * f_i
+    off = [i for i in range(d // 2) if abs(freqs[i] / ours[i] - 1) > 1e-3]
+    if not off:
         return
-    base = angle ** (-d / 2)
-    other = rotary(x, positions, base=base).double()
-    if abs(base - 10000.0) / 10000.0 < 1e-3 or not torch.allclose(out.double(), other, atol=1e-4, rtol=1e-3):
-        return
-    raise AssertionError(f"{what}: the frequencies use the base {base:.4g} (pair i turns by p * {base:.4g}^(-2i/d)); "
-                         f"this exercise uses 10000, as notebook 02's table and the RoFormer paper do: "
-                         f"p * 10000^(-2i/d)")
+    if 0 < freqs[1] < 1:
+        base = freqs[1].item() ** (-d / 2)
+        if torch.allclose(out.double(), rotary(x, positions, base=base).double(), atol=1e-4, rtol=1e-3):
+            raise AssertionError(
+                f"{what}: the frequencies use the base {base:.4g} (pair i turns by p * {base:.4g}^(-2i/d)); this "
+                f"exercise uses 10000, as notebook 02's table and the RoFormer paper do: p * 10000^(-2i/d)")
+    shown = ", ".join(f"pair {i} turns by p * {freqs[i]:.4g}, not p * {ours[i]:.4g}" for i in off[:3])
+    raise AssertionError(
+        f"{what}: the frequencies of {len(off)} of the {d // 2} pairs are changed ({shown}): they are rescaled, as "
+        f"LLaMA 3.1's long-context scaling does. This exercise turns every pair i by p * 10000^(-2i/d), as notebook "
+        f"02's table does")
 
 
 def _partly_rotated(out, x, expected, what):

@@ -17,8 +17,9 @@ def _normalize(x, dims, eps, correction=0):
     return (x - mean) / torch.sqrt(var + eps)
 
 
-def _hints(x, w, b, eps):
-    """What the usual mistakes output on these inputs."""
+def usual_mistakes(x, w, b, eps):
+    """What the usual mistakes output on these inputs (message -> output); LayerNorm's forward is judged with them
+    too."""
     mean = x.mean(-1, keepdim=True)
     var = x.var(-1, keepdim=True, correction=0)
     total = x.sum(-1, keepdim=True)  # "mean" without the 1/d (an erratum in some slides)
@@ -41,6 +42,8 @@ def _hints(x, w, b, eps):
         "the standard deviation, (x - mean) / sqrt(var + eps)":
             x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w + b,
         "the weight and the bias are swapped: normalized * weight + bias": _normalize(x, -1, eps) * b + w,
+        "x is not normalized, only scaled and shifted: x * weight + bias (MobileBERT's NoNorm). LayerNorm first "
+        "subtracts each vector's mean and divides by its standard deviation, (x - mean) / sqrt(var + eps)": x * w + b,
         "the mean is the sum of the x_j: it is (1/d) * sum x_j (an erratum in some slides); "
         "use x.mean(dim=-1, keepdim=True)":
             (x - total) / torch.sqrt((x - total).pow(2).mean(-1, keepdim=True) + eps) * w + b,
@@ -69,7 +72,8 @@ def _call(k, what, x, w, b, eps):
 
 def _check(k, x, w, b, eps, what, atol=1e-5, rtol=1e-4):
     actual = _call(k, what, x, w, b, eps)
-    assert_close(actual, expected_layer_norm(x, w, b, eps), what, atol=atol, rtol=rtol, hints=_hints(x, w, b, eps))
+    assert_close(actual, expected_layer_norm(x, w, b, eps), what, atol=atol, rtol=rtol,
+                 hints=usual_mistakes(x, w, b, eps))
 
 
 def _x_gradient(x, w, b, upstream, eps, detached=()):
@@ -142,11 +146,12 @@ def layer_norm_tiny_variance(k):
     if torch.is_tensor(actual) and actual.shape == x.shape and not torch.isfinite(actual[-1]).all():
         raise AssertionError(f"{what}: a constant row (all entries equal, variance 0) gives NaN or inf. "
                              "Add eps to the variance inside the square root: sqrt(var + eps)")
-    assert_close(actual, expected_layer_norm(x, w, b, 1e-5), what, atol=1e-9, rtol=1e-7, hints=_hints(x, w, b, 1e-5))
+    assert_close(actual, expected_layer_norm(x, w, b, 1e-5), what, atol=1e-9, rtol=1e-7,
+                 hints=usual_mistakes(x, w, b, 1e-5))
     eps = 1e-2
     what = "layer_norm(x, weight, bias, eps=0.01)"
     hints = {"the eps argument is ignored (you always use 1e-5): use the eps you are given":
-             expected_layer_norm(x, w, b, 1e-5), **_hints(x, w, b, eps)}
+             expected_layer_norm(x, w, b, 1e-5), **usual_mistakes(x, w, b, eps)}
     actual = _call(k, what, x, w, b, eps)
     assert_close(actual, expected_layer_norm(x, w, b, eps), what, atol=1e-9, rtol=1e-7, hints=hints)
     x32, w32, b32 = x.float(), w.float(), b.float()

@@ -6,6 +6,7 @@ from lib.testing import assert_close
 from ..common import module, seeded
 from ..kernel import grad
 from . import expected_layer_norm, trusted_layer_norm
+from .layer_norm import usual_mistakes
 
 
 def _build(k, d, eps=None):
@@ -81,7 +82,7 @@ def LayerNorm_forward(k):
     call = f"{what}(x of shape (2, 5, {d}))"
     trace = k.trace(call, layer, grad(x), inject=trusted_layer_norm(k), backward=upstream)
     hints = {"weight and bias are not used in forward: pass self.weight and self.bias to layer_norm":
-             expected_layer_norm(x)}
+             expected_layer_norm(x), **usual_mistakes(x, w, b, 1e-5)}
     assert_close(trace.value, expected.detach(), f"{what}(x) after changing its weight and bias", hints=hints)
     grads = trace.grads or {"args": [None], "params": {}}
     for name, r in (("weight", ref[1]), ("bias", ref[2])):

@@ -30,6 +30,28 @@ def _scaling_hints(q, k, v, mask=None):
     return hints
 
 
+def _divided_by(q, k):
+    """For ``assert_close``'s diagnose: weights that are softmax(q k^T / s) for one s other than sqrt(d_k) (DeBERTa
+    divides by sqrt(3 d_k), a temperature by more): s read off the log-weights, a line through the scores."""
+    raw = (q @ k.transpose(-2, -1)).double()
+    d_k = q.shape[-1]
+
+    def why(w):
+        if not (w > 0).all():
+            return None
+        log_w = w.double().log()
+        a, b = log_w - log_w.mean(-1, keepdim=True), raw - raw.mean(-1, keepdim=True)
+        slope = ((a * b).sum() / (b * b).sum()).item()  # 1 / s
+        if slope <= 0 or abs(slope * math.sqrt(d_k) - 1) < 1e-3:
+            return None
+        s = 1 / slope
+        if not torch.allclose(torch.softmax(raw / s, -1), w.double(), atol=1e-4, rtol=1e-3):
+            return None
+        return (f"the scores are divided by {s:.4g} = {s / math.sqrt(d_k):.3g} * sqrt(d_k), not by sqrt(d_k) = "
+                f"{math.sqrt(d_k):.4g} (d_k = {d_k}): the scale is 1 / sqrt(d_k), with no other factor")
+    return why
+
+
 def _case(g, lead, t_q, t_k, d_k, d_v, dtype=torch.float32):
     q = torch.randn(*lead, t_q, d_k, generator=g, dtype=dtype)
     key = torch.randn(*lead, t_k, d_k, generator=g, dtype=dtype)
@@ -55,7 +77,7 @@ def scaled_dot_product_attention_reference(k):
         out_ref, w_ref = expected_attention(q, key, v)
         what = f"scaled_dot_product_attention(q {tuple(q.shape)}, k {tuple(key.shape)}, v {tuple(v.shape)})"
         out, w = _attend(k, what, q, key, v, hint=BATCH_HINT if lead else "")
-        assert_close(w, w_ref, f"weights of {what}", hints=_scaling_hints(q, key, v))
+        assert_close(w, w_ref, f"weights of {what}", hints=_scaling_hints(q, key, v), diagnose=_divided_by(q, key))
         assert_close(out, out_ref, f"output of {what}")
     q, key, v = _case(g, (2,), 4, 6, 8, 3)
     q, key = q * 30, key * 30  # scores in the thousands: exp overflows unless the softmax is stable

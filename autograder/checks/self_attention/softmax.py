@@ -21,6 +21,20 @@ def _hints(x, dim):
     return hints
 
 
+def not_a_distribution(dim):
+    """For ``assert_close``'s diagnose: an answer whose slices along ``dim`` do not sum to 1 (something else in the
+    denominator, as in Burn's quiet softmax, which adds exp(-max): room for attending to nothing)."""
+    def why(actual):
+        sums = actual.double().sum(dim)
+        if not torch.isfinite(sums).all() or (sums - 1).abs().max() <= 1e-3:
+            return None
+        low, high = sums.min().item(), sums.max().item()
+        spread = f"{low:.3g}" if high - low < 1e-3 else f"between {low:.3g} and {high:.3g}"
+        return (f"the values along dim={dim} sum to {spread}, not 1: a softmax divides each exp(x_i - max) by the "
+                f"sum of those exponentials over dim, and by nothing else")
+    return why
+
+
 def softmax_reference(k):
     """softmax equals torch.softmax on random inputs, any dim, any dtype."""
     softmax = k.student("softmax")
@@ -30,7 +44,7 @@ def softmax_reference(k):
         x = torch.randn(shape, generator=g) * 3
         what = f"softmax(x of shape {shape}, dim={dim})"
         actual = k.call(what, softmax, x, dim=dim)
-        assert_close(actual, torch.softmax(x, dim), what, hints=_hints(x, dim))
+        assert_close(actual, torch.softmax(x, dim), what, hints=_hints(x, dim), diagnose=not_a_distribution(dim))
     x = torch.randn(3, 4, generator=g, dtype=torch.float64)
     actual = k.call("softmax on a float64 tensor", softmax, x)
     assert_close(actual, torch.softmax(x, -1), "softmax on a float64 tensor (keep the input's dtype)", atol=1e-9)
@@ -60,4 +74,4 @@ def softmax_stable(k):
         out = k.call(what, softmax, x, dim=-1)
         if torch.is_tensor(out) and out.shape == x.shape and not torch.isfinite(out).all():
             raise AssertionError(nan_message)
-        assert_close(out, torch.softmax(x, -1), what)
+        assert_close(out, torch.softmax(x, -1), what, diagnose=not_a_distribution(-1))
