@@ -4,6 +4,7 @@ the hidden tests redacted."""
 import csv
 import html
 import re
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -95,7 +96,7 @@ def exercise_stats(results):
             st["full"] += score == most
             st["share"] += score / most if most else 1.0
             if message:
-                key = message[:120]
+                key = textwrap.shorten(message, 120, placeholder=" ...")  # cut between words
                 st["messages"][key] = st["messages"].get(key, 0) + 1
     for st in stats.values():
         st["share"] /= st["students"]
@@ -122,11 +123,11 @@ def plot_summary(results, path: Path) -> None:
 
     stats = sorted(exercise_stats(results).items(), key=lambda kv: kv[1]["full"] / kv[1]["students"])
     names = [f"{a[:2]} {e}" for (a, e), _ in stats]
-    failing = [1 - st["full"] / st["students"] for _, st in stats]
+    failing = [100 * (1 - st["full"] / st["students"]) for _, st in stats]
     fig, ax = plt.subplots(figsize=(7, 0.3 * len(names) + 1.2))
     ax.barh(names[::-1], failing[::-1], color="tab:red")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("students without full marks")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of students without full marks")
     ax.set_title("Which exercises the class fails most")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -150,8 +151,13 @@ def write_class_report(results, path: Path, refused=(), unfinished: int = 0) -> 
     if refused:
         parts += [f"{len(refused)} folder(s) NOT GRADED:"] + [f"  {folder}: {why}" for folder, why in refused] + [""]
     review = [r for r in ordered if needs_review(r)]
-    parts.append(f"{len(review)} notebook(s) to review by hand (listed first)." if review else
-                 "Nothing to review by hand.")
+    parts.append(f"{len(review)} notebook(s) flagged for a person to review (listed first)." if review else
+                 "No notebook is flagged for review.")
+    written = [c for r in results for c in r.cells if c.manual]
+    if written:
+        notebooks = len({(r.student, r.assignment) for r in results if any(c.manual for c in r.cells)})
+        parts.append(f"{len(written)} written answer(s) in {notebooks} notebook(s) await a human grader "
+                     f"(nbgrader's Formgrader); the scores here count autograded points only.")
     for r in ordered:
         parts += ["", f"student {r.student}", exercise_table(r)]
     path.write_text("\n".join(parts) + "\n")
@@ -189,6 +195,33 @@ def _cut(text, limit: int) -> str:
     return text[:limit] + f"\n\n[the rest ({len(text) - limit} characters) is not shown in this feedback]"
 
 
+# What a feedback page keeps of the notebook's HTML (its rendered markdown, its outputs): the student wrote it, so
+# no script, style, form, frame or event handler, and images only from inside the page (data: URLs), so that opening
+# it fetches nothing. nbconvert's own clean_html keeps bleach's short list, without headings, paragraphs, tables'
+# headers or images: every text cell of the page read as raw tags (<h1 id=...>, <p>).
+SAFE_TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt", "em",
+             "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "samp", "small",
+             "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u",
+             "ul", "var"}
+SAFE_ATTRIBUTES = {"class", "id", "title", "alt", "colspan", "rowspan", "align"}
+
+
+def _safe_attribute(tag: str, name: str, value: str) -> bool:
+    if name in SAFE_ATTRIBUTES:
+        return True
+    if tag == "a" and name == "href":
+        return value.startswith(("#", "http://", "https://", "mailto:"))
+    return tag == "img" and name == "src" and value.startswith("data:image/")
+
+
+def clean_html(element) -> str:
+    """``element`` (HTML a student's notebook gave) with only the tags and attributes a page of text needs."""
+    import bleach
+    element = element.decode() if isinstance(element, bytes) else str(element)
+    return bleach.clean(element, tags=SAFE_TAGS, attributes=_safe_attribute,
+                        protocols={"http", "https", "mailto", "data"})
+
+
 _exporter = None
 
 
@@ -200,7 +233,6 @@ def _render(nb, header: str) -> str:
         from functools import lru_cache
 
         from nbconvert import HTMLExporter
-        from nbconvert.filters import clean_html
         remembered = lru_cache(maxsize=1024)(clean_html)  # a notebook has some fifty cells
 
         def clean(element):

@@ -98,7 +98,8 @@ def test_grade_a_class(tmp_path):
     summary = (out / "summary.txt").read_text()
     assert "01_self_attention softmax" in summary and "1 / 4" in summary
     assert (out / "summary.png").stat().st_size > 1000
-    assert "4 notebook(s) to review" not in (out / "report.txt").read_text()
+    report = (out / "report.txt").read_text()
+    assert "4 notebook(s) flagged" not in report and "written answer(s) in" in report
     # feedback: scores and messages, hidden tests redacted
     carol = (out / "feedback" / "carol" / f"{AID}.html").read_text()
     assert "autograded 8 / 11" in carol and "softmax" in carol
@@ -106,6 +107,8 @@ def test_grade_a_class(tmp_path):
     assert "grade_here" not in carol and "BEGIN HIDDEN TESTS" not in carol
     assert "Traceback (most recent call last)" not in carol and "autograder/checks" not in carol
     assert "autograder.probe" not in carol  # the grader's requests to the kernel are not cells of the notebook
+    # the notebook's text cells are rendered, not shown as tags
+    assert "<h1" in carol and "<p>" in carol and "&lt;h1" not in carol and "&lt;p&gt;" not in carol
     # an emptied answer cell is named as missing, not as a cell that stopped with an error
     bob = (out / "feedback" / "bob" / f"{AID}.html").read_text()
     assert "no cell that ran defines it; write softmax in its answer cell" in bob
@@ -139,3 +142,24 @@ def test_notes_name_the_cell_and_whose_it_is():
     assert cell_name(note(cells[index].source + "\nx = 1", cells[index].id), AID) == \
         f"cell {index + 1}, one of the notebook's own cells, which you changed"
     assert cell_name(note("while True:\n    pass", "a-new-id"), AID) == f"cell {index + 1}, a cell you added"
+
+
+def test_feedback_keeps_the_html_of_text_and_drops_what_could_act():
+    """A student's markdown and outputs reach a feedback page with headings, paragraphs, tables, links and inline
+    images, and without scripts, styles, frames, forms, event handlers, script links or images fetched from
+    elsewhere."""
+    from autograder.report import clean_html
+    page = clean_html(
+        '<h2 id="x">Title</h2><p>Some <strong>text</strong> and <a href="https://example.org/">a link</a></p>'
+        '<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>'
+        '<img alt="plot" src="data:image/png;base64,iVBORw0KGgo=">'
+        '<script>alert(1)</script><style>body {display: none}</style><iframe src="https://example.org/"></iframe>'
+        '<img src="https://example.org/pixel.png"><img src="x" onerror="alert(2)">'
+        '<a href="javascript:alert(3)">js</a><form action="https://example.org/"><input name="q"></form>'
+        '<p style="position: fixed" onclick="alert(4)">styled</p>')
+    for kept in ('<h2 id="x">Title</h2>', "<strong>text</strong>", '<a href="https://example.org/">a link</a>',
+                 "<th>a</th>", "<td>1</td>", '<img alt="plot" src="data:image/png;base64,iVBORw0KGgo=">'):
+        assert kept in page, (kept, page)
+    for dropped in ("<script", "<style", "<iframe", "pixel.png", "onerror", "javascript:", "<form", "<input",
+                    "style=", "onclick"):
+        assert dropped not in page, (dropped, page)
