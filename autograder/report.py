@@ -68,14 +68,17 @@ def needs_review(r: NotebookResult) -> bool:
 
 
 def write_grades_csv(results, path: Path) -> None:
+    """One row per notebook. score / max_score count every point: the autograded ones, and the written answers'
+    (``written_max``) once a person grades them; until then ``written`` is empty and score = autograded."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student_id", "assignment", "notebook", "score", "max_score", "autograded", "autograded_max",
-                    "needs_review"])
+                    "written", "written_max", "needs_review"])
         for r in sorted(results, key=lambda r: (r.student, r.assignment)):
+            written_max = r.max_score - r.auto_max
             w.writerow([r.student, r.assignment, r.notebook, _fmt(r.score), _fmt(r.max_score), _fmt(r.auto_score),
-                        _fmt(r.auto_max), "yes" if needs_review(r) else ""])
+                        _fmt(r.auto_max), "", _fmt(written_max), "yes" if needs_review(r) else ""])
 
 
 def exercise_stats(results):

@@ -109,3 +109,24 @@ def test_formgrader_lists_the_assignments(lab, browser, tmp_path):
     expect(names).to_have_count(len(course.assignments()), timeout=60_000)
     assert sorted(names.all_inner_texts()) == course.assignments()
     page.screenshot(path=tmp_path / "formgrader.png")
+
+
+def test_a_feedback_page_shows_the_notebooks_text_rendered(browser, tmp_path):
+    """A student's feedback page, as the grader renders it (sanitized), read in the browser: headings are
+    headings and paragraphs paragraphs, not tags shown as text."""
+    import nbformat
+
+    from autograder.report import render_pages
+    nb = nbformat.read(course.ROOT / "notebooks" / "01_self_attention" / "01_self_attention.ipynb", as_version=4)
+    [body] = render_pages([(nb, "<h1>Feedback: 01_self_attention</h1>")])
+    (tmp_path / "feedback.html").write_text(body)
+    page = browser.new_page(viewport={"width": 1000, "height": 1400})
+    page.goto((tmp_path / "feedback.html").as_uri())
+    text = page.locator("body").inner_text()
+    assert "<h1" not in text and "<p>" not in text and "</h2>" not in text, text[:500]
+    heading = page.locator("h1", has_text="Self-attention").first
+    expect(heading).to_be_visible()
+    sizes = page.evaluate("""() => ['.text_cell h1', '.text_cell p'].map(
+        (css) => getComputedStyle(document.querySelector(css)).fontSize)""")
+    assert float(sizes[0].rstrip("px")) > 1.5 * float(sizes[1].rstrip("px")), sizes
+    page.screenshot(path=tmp_path / "feedback.png")

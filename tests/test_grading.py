@@ -87,8 +87,11 @@ def test_grade_a_class(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert list(next(csv.reader(open(out / "grades.csv")))) == [
-        "student_id", "assignment", "notebook", "score", "max_score", "autograded", "autograded_max", "needs_review"]
+        "student_id", "assignment", "notebook", "score", "max_score", "autograded", "autograded_max", "written",
+        "written_max", "needs_review"]
     assert (rows["alice"]["score"], rows["alice"]["max_score"]) == ("11", "15")
+    assert (rows["alice"]["autograded"], rows["alice"]["autograded_max"]) == ("11", "11")
+    assert (rows["alice"]["written"], rows["alice"]["written_max"]) == ("", "4")  # awaiting a person
     assert rows["bob"]["score"] == "0"
     assert (rows["carol"]["score"], rows["carol"]["notebook"]) == ("8", "renamed.ipynb")
     assert rows["dave"]["score"] == "0"
