@@ -29,7 +29,9 @@ one breach (norm_first defaulting to True) kept its points until the judge built
 The modules ``*_round7.py`` are a seventh set, each port read at its source (candle, Burn, ParlAI, MaxText, Sonnet,
 PaddleNLP, BytePairEncoding.jl, XLNet, DeBERTa-v2, Mixtral, OPT, MobileBERT, FSMT, ...): every breach lost points
 and every faithful port kept its marks, but 30 of 37 breaches were named before any change (a sixth set, written
-from memory, was not kept).
+from memory, was not kept). The modules ``*_round8.py`` are an eighth set (ggml, llama.cpp, Informer, BLOOM, Phi,
+ProphetNet, Persimmon, Nemotron, WeNet, OpenFold, ...), graded after the seventh's diagnoses: every breach lost
+points and every faithful port kept its marks, and 31 of 37 breaches were named before any change.
 """
 from dataclasses import dataclass
 

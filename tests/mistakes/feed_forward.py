@@ -173,6 +173,9 @@ from lib.feed_forward import FeedForward
     Mistake("FFN dropout after linear2", "FeedForward",
             _ffn(STANDARD_INIT, "        return self.dropout(self.linear2(torch.relu(self.linear1(x))))"),
             ("FeedForward_dropout",), "applied to the output of linear2"),
+    Mistake("FFN dropout twice: hidden units and output", "FeedForward",
+            _ffn(STANDARD_INIT, "        return self.dropout(self.linear2(self.dropout(torch.relu(self.linear1(x)))))"),
+            ("FeedForward_dropout",), "dropout is applied twice"),
     Mistake("FFN ignores the dropout argument", "FeedForward", _ffn('''        self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(0.1)''', "        return self.linear2(self.dropout(torch.relu(self.linear1(x))))"),

@@ -100,6 +100,12 @@ def merge_heads(x):
     Mistake("scores scaled by sqrt(d_model)", "MultiHeadAttention",
             mha(forward=OWN_ATTENTION, replace=[("math.sqrt(q.shape[-1])", "math.sqrt(query.shape[-1])")]),
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "divided by sqrt(d_model)"),
+    Mistake("queries and keys normalized per head (qk-layernorm)", "MultiHeadAttention",
+            mha(replace=[("        v = split_heads(self.w_v(value), self.n_heads)\n",
+                          "        v = split_heads(self.w_v(value), self.n_heads)\n"
+                          "        q, k = F.layer_norm(q, q.shape[-1:]), F.layer_norm(k, k.shape[-1:])\n")],
+                header="import torch.nn.functional as F"),
+            ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "queries and keys are normalized"),
     Mistake("output projection w_o missing", "MultiHeadAttention",
             mha(replace=[("return self.w_o(merge_heads(out)), weights", "return merge_heads(out), weights")]),
             ("MultiHeadAttention_pytorch", "MultiHeadAttention_mask"), "w_o is missing"),

@@ -145,6 +145,16 @@ class LayerNorm(nn.Module):
     def forward(self, x):
         return x * self.weight + self.bias
 ''', ("LayerNorm_forward",), "x is not normalized, only scaled and shifted"),
+    Mistake("LayerNorm scaling by weight + 1 (a zero-centred weight)", "LayerNorm", '''
+class LayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+    def forward(self, x):
+        return layer_norm(x, 1 + self.weight, self.bias, self.eps)
+''', ("LayerNorm_forward",), "multiplied by weight + 1"),
     Mistake("LayerNorm ignores its eps", "LayerNorm", '''
 class LayerNorm(nn.Module):
     def __init__(self, d_model, eps=1e-5):

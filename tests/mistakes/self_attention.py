@@ -67,6 +67,16 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     w = softmax(scores, dim=-1)
     return w @ v, w
 ''', ("scaled_dot_product_attention_reference",), "= 3 * sqrt(d_k), not by sqrt(d_k)"),
+    Mistake("attention causal without a mask (its own (T_q, T_q) mask)", "scaled_dot_product_attention", '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is None:
+        mask = torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril()
+    scores = scores.masked_fill(~mask, float("-inf"))
+    w = softmax(scores, dim=-1)
+    return w @ v, w
+''', ("scaled_dot_product_attention_reference",), "a causal mask is applied although none was given",
+        also=("scaled_dot_product_attention_mask",)),
     Mistake("attention scaled by d_k", "scaled_dot_product_attention", '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1]

@@ -85,6 +85,11 @@ def _diagnose(what, t, ratio, dropped, e1, x, b1, b2, p):
     place = "; dropout belongs on the hidden units, between the ReLU and linear2"
     if (_close_to(t, torch.zeros_like(t)) | _close_to(t, e1 / (1 - p))).all():
         raise AssertionError(f"{what}: dropout is applied to the output of linear2{place}")
+    zeroed, undone = _close_to(t, torch.zeros_like(t)), (t * (1 - p) - b2) / (e1 - b2)  # the output's dropout undone
+    if zeroed.any() and (zeroed | _close_to(undone, torch.zeros_like(t))
+                         | _close_to(undone, torch.full_like(t, 1 / (1 - p)))).all():
+        raise AssertionError(f"{what}: dropout is applied twice, to the hidden units and again to the output of "
+                             f"linear2{place}")
     if (_close_to(t, torch.full_like(t, b1 + b2)) | _close_to(t, x / (1 - p) + b1 + b2)).all():
         raise AssertionError(f"{what}: dropout is applied to the input x, before linear1{place}")
     if (dropped | _close_to(ratio, torch.ones_like(ratio))).all():

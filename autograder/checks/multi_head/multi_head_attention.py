@@ -98,7 +98,7 @@ def expected(params, d, h, query, key, value, mask=None):
 
 
 def _variant(params, h, query, key, value, mask=None, scale_by=None, w_o=True, mask_heads=True,
-             value_from_key=False):
+             value_from_key=False, qk_norm=False):
     """Multi-head attention written out, with one thing changed (for the hints). None if it cannot run."""
     try:
         def lin(name, x):
@@ -111,6 +111,8 @@ def _variant(params, h, query, key, value, mask=None, scale_by=None, w_o=True, m
             return t.reshape(b, -1, h, dk).transpose(1, 2)
 
         q, k = split(lin("w_q", query)), split(lin("w_k", key))
+        if qk_norm:
+            q, k = F.layer_norm(q, (dk,)), F.layer_norm(k, (dk,))
         v = split(lin("w_v", key if value_from_key else value))
         scores = q @ k.transpose(-2, -1) / math.sqrt(scale_by or dk)
         if mask is not None:
@@ -131,6 +133,9 @@ def _hints(params, d, h, query, key, value, mask):
         ("the scores are not scaled (T5's attention leaves them unscaled): divide each head's scores by "
          "sqrt(d_k), d_k = d_model / n_heads", {"scale_by": 1}),
         ("the output projection w_o is missing: apply self.w_o to the merged heads", {"w_o": False}),
+        ("each head's queries and keys are normalized (a LayerNorm over d_k, the qk-layernorm of Persimmon, OLMo "
+         "and ViT-22B) before the scores: this exercise's attention uses the projected queries and keys as they are",
+         {"qk_norm": True}),
         ("the values are projected from the `key` argument: project them from `value`, w_v(value)",
          {"value_from_key": True}),
         ("a 3-D mask was broadcast against the scores (B, h, T_q, T_k) without a head axis, so it lined up "

@@ -42,6 +42,9 @@ def usual_mistakes(x, w, b, eps):
         "the standard deviation, (x - mean) / sqrt(var + eps)":
             x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w + b,
         "the weight and the bias are swapped: normalized * weight + bias": _normalize(x, -1, eps) * b + w,
+        "the normalized x is multiplied by weight + 1, a zero-centred weight (Nemotron's LayerNorm1P, Gemma's "
+        "RMSNorm): here the weight starts at ones and multiplies as it is, normalized * weight + bias":
+            _normalize(x, -1, eps) * (w + 1) + b,
         "x is not normalized, only scaled and shifted: x * weight + bias (MobileBERT's NoNorm). LayerNorm first "
         "subtracts each vector's mean and divides by its standard deviation, (x - mean) / sqrt(var + eps)": x * w + b,
         "the mean is the sum of the x_j: it is (1/d) * sum x_j (an erratum in some slides); "

@@ -5,7 +5,7 @@ import torch
 
 from lib.testing import assert_close, is_close
 
-from ..common import ADDED_MASK, INVERTED_MASK, added_mask, seeded, unpack_pair
+from ..common import ADDED_MASK, ALWAYS_CAUSAL, INVERTED_MASK, added_mask, seeded, unpack_pair
 from . import BATCH_HINT, expected_attention
 
 
@@ -66,6 +66,20 @@ def _attend(k, what, q, key, v, mask=None, hint=""):
     return unpack_pair(k.call(what, fn, q, key, v, hint=hint, inject=trusted, **kwargs), what)
 
 
+def _causal_without_a_mask(k, what, error):
+    """Attention that failed with T_q != T_k and no mask: if it is causal with T_q = T_k and no mask, it builds a
+    (T_q, T_q) causal mask of its own (Informer's FullAttention does), which cannot fit (T_q, T_k) scores."""
+    q, key, v = _case(seeded(5), (), 4, 4, 4, 4)
+    try:
+        _, w = _attend(k, "attention with T_q = T_k = 4 and no mask", q, key, v)
+    except AssertionError:
+        return
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    if torch.is_tensor(w) and w.shape == (4, 4) and is_close(w, expected_attention(q, key, v, causal)[1]):
+        raise AssertionError(f"{what}: {ALWAYS_CAUSAL}; its causal mask is (T_q, T_q), so with T_q != T_k it does "
+                             f"not fit the scores ({error})") from None
+
+
 def scaled_dot_product_attention_reference(k):
     """Equals PyTorch's attention for any leading dims, T_q != T_k and d_v != d_k, for large scores,
     in float32 and float64."""
@@ -76,7 +90,12 @@ def scaled_dot_product_attention_reference(k):
         q = q * 2  # larger scores make a missing or wrong scale visible
         out_ref, w_ref = expected_attention(q, key, v)
         what = f"scaled_dot_product_attention(q {tuple(q.shape)}, k {tuple(key.shape)}, v {tuple(v.shape)})"
-        out, w = _attend(k, what, q, key, v, hint=BATCH_HINT if lead else "")
+        try:
+            out, w = _attend(k, what, q, key, v, hint=BATCH_HINT if lead else "")
+        except AssertionError as e:
+            if t_q != t_k:
+                _causal_without_a_mask(k, what, e)
+            raise
         assert_close(w, w_ref, f"weights of {what}", hints=_scaling_hints(q, key, v), diagnose=_divided_by(q, key))
         assert_close(out, out_ref, f"output of {what}")
     q, key, v = _case(g, (2,), 4, 6, 8, 3)
