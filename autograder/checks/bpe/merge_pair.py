@@ -12,8 +12,10 @@ OVERWRITTEN = ("two words that become equal after the merge must add up their co
 
 
 def _hints(pair, word_freqs):
+    """What the usual mistakes output (counts overwritten rather than added are found by ``_one_count_kept``,
+    whatever order the words come in)."""
     a, b = pair
-    replaced, first_only, overlap, overwritten, as_pair = {}, {}, {}, {}, {}
+    replaced, first_only, overlap, as_pair = {}, {}, {}, {}
     for word, freq in word_freqs.items():
         key = _merge_as_pair(word, pair)
         as_pair[key] = as_pair.get(key, 0) + freq
@@ -34,14 +36,12 @@ def _hints(pair, word_freqs):
             else:
                 i -= 1
         overlap[tuple(w)] = overlap.get(tuple(w), 0) + freq
-        overwritten[ref._merge_word(word, pair)] = freq
     return {
         "the pair was merged with a string replace on the joined word: that also matches inside symbols, e.g. "
         "('b', 'c') inside ('ab', 'c'). Compare symbols, word[i] == a and word[i + 1] == b": replaced,
         "only the first occurrence in each word is merged: merge every occurrence, left to right": first_only,
         "overlapping occurrences are merged from the right: ('a','a','a') must give ('aa', 'a'). Scan left to "
         "right, and after merging at i continue at i + 2": overlap,
-        OVERWRITTEN: overwritten,
         "the new symbol is the pair (a, b): it must be one string, a + b": as_pair,
     }
 

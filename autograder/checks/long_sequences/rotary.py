@@ -85,11 +85,11 @@ def apply_rotary_values(k):
             raise AssertionError(f"{what} returns dtype {out.dtype}: keep the dtype of x ({dtype})")
         _partly_rotated(out, x, expected, what)
         hints = _hints(x, positions)
-        _other_base(out, x, positions, what, hints)
+        _other_frequencies(out, x, positions, what, hints)
         assert_close(out, expected, what, atol=1e-5, rtol=1e-4, hints=hints)
 
 
-def _other_base(out, x, positions, what, hints):
+def _other_frequencies(out, x, positions, what, hints):
     """A rotation by p * f_i with other frequencies f_i than 10000^(-2i/d): another base (LLaMA 3's 500000, Mistral's
     10^6, a base scaled for longer contexts), or some pairs' frequencies rescaled (LLaMA 3.1's long-context scaling
     of the slow pairs). Each pair's frequency is read off its angle at the first position p in (0, 1]. A slip that
