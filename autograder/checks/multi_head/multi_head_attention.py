@@ -362,22 +362,31 @@ def MultiHeadAttention_dropout(k):
         raise AssertionError(f"copying weights into {what}: {problems[0]}")
     c = torch.arange(1.0, d + 1)  # every token is the vector c, so every key has the value c and any weights
     x = c.expand(b, t, d).clone()  # average to c: the output is c, unless dropout changes the weights' sums
+    judge_dropout(k, layer, what, x, h, dk,
+                  lambda mode, seed: run(k, layer, f"{what} in {mode} mode", x, x, x, None, seed=seed)[0])
+
+
+def judge_dropout(k, layer, what, expected, h, d_head, run_one):
+    """Dropout on the attention weights, in training mode only, of a layer whose every token is one vector (so
+    that any weights average the values to ``expected``, unless dropout changes their sums). ``run_one(mode,
+    seed)`` gives the layer's output."""
+    b, t, d = expected.shape
     k.call(f"{what}.eval()", layer.attr("eval"))
-    outs = [run(k, layer, f"{what} in eval mode", x, x, x, None, seed=seed)[0] for seed in (0, 1)]
+    outs = [run_one("eval", seed) for seed in (0, 1)]
     for out in outs:
         assert_shape(out, (b, t, d), f"output of {what} in eval mode")
-    if not torch.equal(outs[0], outs[1]) or not is_close(outs[0], x):
+    if not torch.equal(outs[0], outs[1]) or not is_close(outs[0], expected):
         raise AssertionError(
             f"{what} in eval mode (after .eval()) is not deterministic or changes the output: dropout must be "
             f"off in eval mode. Use an nn.Dropout submodule (which follows .train()/.eval()), or "
             f"F.dropout(..., training=self.training)")
     k.call(f"{what}.train()", layer.attr("train"))
-    out = run(k, layer, f"{what} in training mode", x, x, x, None, seed=0)[0]
+    out = run_one("training", 0)
     assert_shape(out, (b, t, d), f"output of {what} in training mode")
-    if is_close(out, x):
+    if is_close(out, expected):
         raise AssertionError(f"{what} in training mode gives the same output as without dropout: apply dropout "
                              f"(p={0.5}) to the attention weights while training")
-    ratio = (out / c).reshape(b, t, h, dk)  # per head, dropout on the weights scales the whole value vector
+    ratio = (out / expected).reshape(b, t, h, d_head)  # per head, dropout on the weights scales the whole value
     if not torch.allclose(ratio, ratio[..., :1].expand_as(ratio), atol=1e-4):
         raise AssertionError(
             f"{what} in training mode: dropout is not applied to the attention weights (features within one head "
