@@ -7,6 +7,7 @@ tests/test_faults.py injects the larger faults into real class runs.
 """
 import csv
 import json
+import shutil
 import tempfile
 import threading
 import time
@@ -111,6 +112,7 @@ class FakeRun:
 
     def close(self):
         self.closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class SlowQueue(cluster.queue.Queue):

@@ -1,7 +1,7 @@
 """Helpers every judge uses: checking the shape of an answer, describing modules, masks for torch."""
 import torch
 
-from .kernel import Kernel, ModuleInfo, Remote
+from .kernel import Kernel, ModuleInfo, Remote, StudentError
 
 
 # A mask whose polarity is PyTorch's: one wording for every judge that meets it
@@ -82,3 +82,19 @@ def torch_mask(mask, b: int, h: int, t_q: int, t_k: int | None = None):
 
 def seeded(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
+
+
+def raises_value_error(k: Kernel, what: str, target, *args, why: str, **kwargs) -> None:
+    """``target(*args, **kwargs)`` must raise ValueError (``why``: what is wrong with the arguments)."""
+    try:
+        k.call(what, target, *args, **kwargs)
+    except StudentError as e:
+        if "ValueError" in e.types:
+            return
+        if "AssertionError" in e.types:
+            raise AssertionError(f"{what} raised AssertionError: raise ValueError(...) instead of using assert "
+                                 f"(asserts vanish under python -O, and callers catch ValueError)") from None
+        if {"NotImplementedError", "ForbiddenCall"} & set(e.types):
+            raise
+        raise AssertionError(f"{e}; it should raise ValueError") from None
+    raise AssertionError(f"{what} did not raise ValueError: {why}")

@@ -13,7 +13,8 @@ def check(run):
     on_cpu = run.match(r"PyTorch \S+ on (\w+)").group(1) == "cpu"
 
     # section 1: "The largest tensor is the (T, T) score matrix, made by the batched matrix product (bmm) ...; every
-    # doubling of T multiplies it by 4 ... At T = 4096 one head's scores take 64 MiB, while q takes 1 MiB."
+    # doubling of T multiplies it by 4 ... At T = 4096 one head's scores take 64 MiB, while q takes 1 MiB. A model
+    # with 32 heads, run on a batch of 8 sequences of that length, would need 8 x 32 x 64 MiB = 16 GiB"
     full = {int(t): (float(mib), int(a), int(b), op, float(q)) for t, mib, a, b, op, q in re.findall(
         r"T =\s+(\d+): largest tensor\s+([\d.]+) MiB, shape \(1, (\d+), (\d+)\), made by (\w+)\S*; "
         r"q itself ([\d.]+) MiB",
@@ -25,6 +26,7 @@ def check(run):
             f"printed {mib}"
     assert full[4096][0] == 64.0 and full[4096][4] == 1.0, \
         f"the paragraph after section 1's plot says 64 MiB of scores and 1 MiB for q at T = 4096: {full[4096]}"
+    assert 8 * 32 * full[4096][0] == 16 * 2**10, f"8 sequences x 32 heads x 64 MiB = 16 GiB: {full[4096]}"
 
     # section 2: exp overflows without the shift; -inf - (-inf) is NaN
     assert "exp(x) / sum(exp(x))          : [nan, nan, nan]" in run.text, "section 2: exp(1000) should overflow to NaN"
@@ -94,7 +96,7 @@ def check(run):
         "GQA should equal multi-head attention with W_K, W_V tied in groups"
 
     # the cached decoder writes the same tokens; "4 MiB for multi-head attention, 1 MiB with 2 kv heads, 0.5 MiB
-    # with one"; "68 MiB for multi-head attention" at 1088 positions
+    # with one"; at 1088 positions "for multi-head attention 68 MiB over the 4 layers, 17 MiB in each"
     identical = re.findall(r"n_kv_heads = (\d): the cached decoder writes the same 64 tokens as the full model: (\w+)",
                            run.text)
     assert identical == [("8", "True"), ("2", "True"), ("1", "True")], f"cached vs full decoding: {identical}"
@@ -102,6 +104,8 @@ def check(run):
         r"(\d+) positions, n_kv_heads = (\d): cache\s+([\d.]+) MiB .*?,\s+(\d+) tokens/s", run.text)}
     expected = {(64, 8): 4.0, (64, 2): 1.0, (64, 1): 0.5, (1088, 8): 68.0, (1088, 2): 17.0, (1088, 1): 8.5}
     assert {key: mib for key, (mib, _) in caches.items()} == expected, f"the cache sizes: {caches}"
+    assert run.match(r"\(2 x (\d+) layers x").group(1) == "4" and caches[1088, 8][0] / 4 == 17.0, \
+        f"68 MiB over the 4 layers is 17 MiB per layer: {caches[1088, 8]}"
 
     # "With 64 positions, the gain is small (well under a factor of two)"; "With 1088 positions ... multi-query
     # attention decodes clearly faster, and its gain over multi-head attention is larger than with 64 positions"

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from lib.testing import assert_close, assert_shape, is_close
 
-from ..common import ALWAYS_CAUSAL, linear_problem, module, seeded, unpack_pair
+from ..common import ALWAYS_CAUSAL, linear_problem, module, raises_value_error, seeded, unpack_pair
 from ..kernel import StudentError
 from ..multi_head.multi_head_attention import _mask_diagnosis, _random_mask, judge_dropout
 
@@ -167,19 +167,8 @@ def GroupedQueryAttention_module(k):
     for d, h, kv, why in [(16, 4, 3, "4 query heads cannot be shared evenly among 3 key/value heads"),
                           (10, 4, 2, "10 features cannot be split evenly into 4 heads"),
                           (16, 2, 4, "2 query heads cannot share 4 key/value heads")]:
-        what = f"{NAME}({d}, {h}, {kv})"
-        try:
-            k.call(what, k.student(NAME), d, h, kv, seed=0)
-        except StudentError as e:
-            if "ValueError" in e.types:
-                continue
-            if "AssertionError" in e.types:
-                raise AssertionError(f"{what} raised AssertionError: raise ValueError(...) instead of using assert "
-                                     f"(asserts vanish under python -O, and callers catch ValueError)") from None
-            if {"NotImplementedError", "ForbiddenCall"} & set(e.types):
-                raise
-            raise AssertionError(f"{e}; it should raise ValueError") from None
-        raise AssertionError(f"{what} did not raise ValueError: {why}. Check it in __init__ and raise ValueError")
+        raises_value_error(k, f"{NAME}({d}, {h}, {kv})", k.student(NAME), d, h, kv, seed=0,
+                           why=f"{why}. Check it in __init__ and raise ValueError")
 
 
 def GroupedQueryAttention_groups(k):
