@@ -105,6 +105,10 @@ def check(run):
         r"(\d+) tokens: greedy_decode\s+(\d+) tokens/s, greedy_decode_cached\s+(\d+) tokens/s", run.text)}
     assert sorted(speeds) == [16, 32, 64, 128, 256], f"the timing table has lengths {sorted(speeds)}"
     plain_256, cached_256 = speeds[256]
+    if run.match(r"PyTorch \S+ on (\w+)").group(1) != "cpu":  # a GPU: launching kernels is most of a step's cost
+        assert cached_256 > plain_256, \
+            f"the timing paragraph says the cache still wins at 256 tokens on a GPU: {cached_256} vs {plain_256}"
+        return
     assert cached_256 >= 2 * plain_256, \
         f"the timing paragraph says the cache is at least twice as fast at 256 tokens: {cached_256} vs {plain_256}"
     assert plain_256 < max(speeds[n][0] for n in (16, 32, 64)), \
