@@ -26,6 +26,9 @@ TO_SECOND = ("both sums are brought to the second block's maximum m2, as if the 
 OVERFLOW = ("large maxima (in the hundreds) give inf or NaN: exp(m1) itself overflows float32 above about 88. "
             "Combine the blocks with exp(m1 − m) and exp(m2 − m), which are at most 1, never with exp(m1) and "
             "exp(m2) on their own")
+BASE_TWO = ("the sums are rescaled with 2**(m1 − m) and 2**(m2 − m), a base-2 exponential (exp2, as kernels that keep "
+            "base-2 statistics of log2(e)-scaled scores do): here m and s are natural-base, s = Σ exp(x − m), so "
+            "rescale with exp(m1 − m) and exp(m2 − m)")
 EMPTY_NAN = ("two blocks whose maxima are both -inf (every score masked) give NaN: exp(m1 − m) is then "
              "exp(−inf − (−inf)) = exp(NaN). Where m is -inf, use 0 in place of m in the exponents "
              "(torch.where), so that the sum stays 0")
@@ -50,12 +53,13 @@ def merged(m1, s1, m2, s2, variant=None):
     f = _finite(m)
     a, b = (m1 - f).exp(), (m2 - f).exp()
     s = {None: s1 * a + s2 * b, "to_second": s1 * a + s2 * b, "no_rescale": s1 + s2,
-         "inverted": s1 / a + s2 / b, "only_first": s1 * a + s2, "only_second": s1 + s2 * b}[variant]
+         "inverted": s1 / a + s2 / b, "only_first": s1 * a + s2, "only_second": s1 + s2 * b,
+         "base_two": s1 * 2.0 ** (m1 - f) + s2 * 2.0 ** (m2 - f)}[variant]
     return m, s
 
 
 HINTS = (("no_rescale", NO_RESCALE), ("inverted", INVERTED), ("only_first", ONLY_FIRST),
-         ("only_second", ONLY_SECOND), ("to_second", TO_SECOND))
+         ("only_second", ONLY_SECOND), ("to_second", TO_SECOND), ("base_two", BASE_TWO))
 
 
 def call(k, what, m1, s1, m2, s2, args_after=False):

@@ -28,6 +28,9 @@ PER_BLOCK = ("each block's scores are normalized on their own (a softmax per blo
 NOT_SCALED = "the scores are not divided by sqrt(d_k), the size of a query"
 DROPS_LAST = ("the last, shorter block of keys is left out when T_k is not a multiple of block: loop over "
               "range(0, T_k, block) and slice k[..., j:j + block, :], which is shorter at the end")
+OVERLAP = ("the last block starts early so that it is a whole block long (a slice clamped to the end, as "
+           "jax.lax.dynamic_slice does): when T_k is not a multiple of block it overlaps the block before, whose keys "
+           "are then counted twice. Let the last block be shorter: k[..., j:j + block, :]")
 NOT_DIVIDED = ("the output is not divided by the running sum at the end: the accumulator holds "
                "Σ exp(score − m) · v, and attention's weights are those exponentials over their sum")
 ROW_NAN = ("a query whose keys are all masked gives NaN (its running sum is 0, so the output is 0/0): return 0 for "
@@ -73,6 +76,8 @@ def variant(q, k, v, mask, block, slip):
         total = torch.zeros_like(m)
         acc = torch.zeros(*torch.broadcast_shapes(q.shape[:-1], v.shape[:-2] + (1,)), v.shape[-1], dtype=q.dtype)
         for j in stops:
+            if slip == "overlap":
+                j = max(0, min(j, t_k - block))
             s = q @ k[..., j:j + block, :].transpose(-2, -1) / scale
             if mask is not None:
                 piece = mask[..., j:j + block]
@@ -98,7 +103,7 @@ def variant(q, k, v, mask, block, slip):
 
 
 SLIPS = (("no_rescale", NO_RESCALE), ("no_rescale_sum", NO_RESCALE_SUM), ("per_block", PER_BLOCK),
-         ("unscaled", NOT_SCALED), ("drops_last", DROPS_LAST), ("not_divided", NOT_DIVIDED),
+         ("unscaled", NOT_SCALED), ("drops_last", DROPS_LAST), ("overlap", OVERLAP), ("not_divided", NOT_DIVIDED),
          ("inverted", INVERTED_MASK), ("added", ADDED_MASK))
 
 
@@ -121,8 +126,18 @@ def call(k, what, q, key, v, mask=None, block=None, watch=False):
     try:
         trace = k.trace(what, k.student(NAME), q, key, v, inject=earlier(k), watch=watch, **kwargs)
     except StudentError as e:
-        if mask is not None and not {"NotImplementedError", "ForbiddenCall"} & set(e.types) and \
-                any(w in e.raw for w in ("must match the size", "broadcast", "size of tensor")):
+        if {"NotImplementedError", "ForbiddenCall"} & set(e.types):
+            raise AssertionError(str(e)) from None
+        t_k, step = key.shape[-2], block or 64
+        if "is invalid for input of size" in e.raw and t_k % step:
+            raise AssertionError(f"{e}. T_k = {t_k} is not a multiple of block = {step}: the keys cannot be reshaped "
+                                 f"into whole blocks. Slice them instead, k[..., j:j + block, :], the last block "
+                                 f"shorter") from None
+        if v.shape[-1] != q.shape[-1] and any(w in e.raw for w in ("must match the size", "size of tensor")):
+            raise AssertionError(f"{e}. The output has the values' width, d_v = {v.shape[-1]}, which may differ from "
+                                 f"the queries' d_k = {q.shape[-1]}: make the running output (..., T_q, d_v), "
+                                 f"from v.shape[-1] (not zeros_like(q))") from None
+        if mask is not None and any(w in e.raw for w in ("must match the size", "broadcast", "size of tensor")):
             raise AssertionError(f"{e}. Slice the mask along its last dim, the keys' (mask[..., j:j + block]): "
                                  f"its other dims broadcast against the scores as they are") from None
         raise AssertionError(str(e)) from None

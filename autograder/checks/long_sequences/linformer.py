@@ -49,6 +49,11 @@ def _structure_problem(info, made, d_model, seq_len, kk):
                     f"{name} maps the seq_len positions to k, so that {name} @ K is (k, d)")
         if shape != (kk, seq_len):
             return f"{made}.{name} has shape {shape}, expected (k, seq_len) = {(kk, seq_len)}"
+    e, f = info.params.get("E"), info.params.get("F")
+    if e is not None and f is not None and e.oid and e.oid == f.oid:
+        return (f"{made}.E and {made}.F are one parameter, shared by the keys and the values (Linformer's "
+                f"'key-value sharing'): this exercise asks for two separate projections, so that keys and values "
+                f"learn their own; create E and F as two nn.Parameter")
     extra = [name for name in info.all_params() if name not in ("w_q.weight", "w_k.weight", "w_v.weight", "E", "F")]
     if extra:
         return (f"{made} has parameters the layer does not have: {', '.join(extra)}. E and F are plain (k, seq_len) "

@@ -25,7 +25,8 @@ def table(max_len, d_model, *, layout="interleaved", first="sin", freq="2i", sta
     i = torch.arange(half, dtype=torch.float64)
     if layout == "interleaved":
         k = torch.arange(d_model, dtype=torch.float64)
-        exponent = {"2i": 2 * (k // 2), "i": k // 2, "k": k, "2i+2": 2 * (k // 2) + 2, "none": 0 * k}[freq] / d_model
+        exponent = {"2i": 2 * (k // 2), "i": k // 2, "k": k, "2k": 2 * k, "2i+2": 2 * (k // 2) + 2,
+                    "none": 0 * k}[freq] / d_model
     else:
         exponent = torch.cat([2 * i, 2 * i]) / d_model
     scale = 10000.0 ** exponent

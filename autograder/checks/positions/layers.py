@@ -37,7 +37,12 @@ def addition_hints(x, rows, table=None):
 
 def scaled_rows(out, x, rows, what) -> None:
     """Raise, naming the factor, when ``out`` is x plus the rows times one constant other than 1 (a scale some
-    libraries put on their position vectors)."""
+    libraries put on their position vectors), or the rows alone in a shape of their own ((1, T, d_model), for a
+    caller that adds them itself)."""
+    if torch.is_tensor(out) and out.shape != x.shape and out.numel() == rows.numel() and out.is_floating_point() \
+            and torch.allclose(out.reshape(rows.shape).double(), rows.double(), atol=1e-5):
+        raise AssertionError(f"{what} has shape {tuple(out.shape)}: you returned the position vectors alone: return x "
+                             f"plus the position vectors, (B, T, d_model), not the vectors alone")
     if not torch.is_tensor(out) or out.shape != x.shape or not out.is_floating_point():
         return
     added, wanted = (out - x).double(), rows.expand_as(x).double()

@@ -25,6 +25,10 @@ def _hints(max_len, d_model):
         "dimension 2i+1 must use the same frequency as dimension 2i, 10000^(2i/d_model), "
         "not 10000^((2i+1)/d_model): a sin/cos pair shares one frequency":
             t(freq="k"),
+        "every dimension j gets a frequency of its own, 10000^(2j/d_model) with j the dimension's index: the "
+        "exponent is 2i/d_model with i the index of the sin/cos pair, so dimensions 2i and 2i+1 share one frequency "
+        "(for dimension j, 2 * (j // 2) / d_model)":
+            t(freq="2k"),
         "the frequencies start one pair too late: i runs from 0, so dimensions 0 and 1 are sin(p) and cos(p)":
             t(freq="2i+2"),
         "every pair turns at the same frequency 1: was 2i / d_model computed with integer division (//)? "

@@ -1,7 +1,7 @@
 """layer_norm(x, weight, bias, eps=1e-5): over the last dimension, biased variance, eps inside the root."""
 import torch
 
-from lib.testing import assert_close
+from lib.testing import assert_close, is_close
 
 from ..common import seeded
 from ..kernel import StudentError, grad
@@ -75,8 +75,15 @@ def _call(k, what, x, w, b, eps):
 
 def _check(k, x, w, b, eps, what, atol=1e-5, rtol=1e-4):
     actual = _call(k, what, x, w, b, eps)
+    single = expected_layer_norm(x.float(), w.float(), b.float(), eps).to(x.dtype)
+
+    def diagnose(got):
+        if x.dtype == torch.float64 and is_close(got, single, 1e-5, 1e-4):
+            return ("it is computed in float32 although x is float64 (the result has float64's dtype but float32's "
+                    "precision, about 7 digits): compute in the input's dtype, creating no float32 tensors")
+        return None
     assert_close(actual, expected_layer_norm(x, w, b, eps), what, atol=atol, rtol=rtol,
-                 hints=usual_mistakes(x, w, b, eps))
+                 hints=usual_mistakes(x, w, b, eps), diagnose=diagnose)
 
 
 def _x_gradient(x, w, b, upstream, eps, detached=()):
