@@ -37,11 +37,12 @@ EMPTY_NAN = ("two blocks whose maxima are both -inf (every score masked) give Na
 def stats(x, keepdim=True):
     """The maximum and the sum of exp(x − max) of each row of x (last dim); (−inf, 0) for a row of −inf."""
     m = x.amax(-1, keepdim=True)
-    s = (x - _finite(m)).exp().sum(-1, keepdim=True)
+    s = (x - finite(m)).exp().sum(-1, keepdim=True)
     return (m, s) if keepdim else (m.squeeze(-1), s.squeeze(-1))
 
 
-def _finite(m):
+def finite(m):
+    """m with -inf replaced by 0, so that exp(x - m) is 0, not NaN, where x = m = -inf."""
     return torch.where(m == float("-inf"), torch.zeros_like(m), m)
 
 
@@ -50,7 +51,7 @@ def merged(m1, s1, m2, s2, variant=None):
     m = torch.maximum(m1, m2)
     if variant == "to_second":
         m = m2
-    f = _finite(m)
+    f = finite(m)
     a, b = (m1 - f).exp(), (m2 - f).exp()
     s = {None: s1 * a + s2 * b, "to_second": s1 * a + s2 * b, "no_rescale": s1 + s2,
          "inverted": s1 / a + s2 / b, "only_first": s1 * a + s2, "only_second": s1 + s2 * b,

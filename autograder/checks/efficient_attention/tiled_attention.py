@@ -15,6 +15,7 @@ from lib.testing import assert_close, assert_shape, is_close
 
 from ..common import ADDED_MASK, INVERTED_MASK, seeded
 from ..kernel import StudentError
+from .online_softmax_merge import finite
 
 NAME = "tiled_attention"
 NO_RESCALE = ("the output accumulated so far is not rescaled when the running maximum grows: the earlier blocks' "
@@ -52,16 +53,12 @@ def earlier(k):
     return {"online_softmax_merge": k.reference("lib.tiled_attention.online_softmax_merge")}
 
 
-def _finite(m):
-    return torch.where(m == float("-inf"), torch.zeros_like(m), m)
-
-
 def full(q, k, v, mask=None):
     """softmax(q kᵀ / √d_k) v with the whole score matrix; 0 for a query with no allowed key."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    e = (scores - _finite(scores.amax(-1, keepdim=True))).exp()
+    e = (scores - finite(scores.amax(-1, keepdim=True))).exp()
     total = e.sum(-1, keepdim=True)
     return torch.where(total > 0, (e @ v) / total.clamp_min(1e-30), torch.zeros(()).to(q.dtype))
 
@@ -85,11 +82,11 @@ def variant(q, k, v, mask, block, slip):
                     piece = ~piece
                 s = s + piece.to(s.dtype) if slip == "added" else s.masked_fill(~piece, float("-inf"))
             if slip == "per_block":
-                w = (s - _finite(s.amax(-1, keepdim=True))).exp()
+                w = (s - finite(s.amax(-1, keepdim=True))).exp()
                 acc = acc + w / w.sum(-1, keepdim=True) @ v[..., j:j + block, :]
                 continue
             new = torch.maximum(m, s.amax(-1, keepdim=True))
-            f = _finite(new)
+            f = finite(new)
             factor = (m - f).exp()
             e = (s - f).exp()
             total = total * (1.0 if slip == "no_rescale_sum" else factor) + e.sum(-1, keepdim=True)
