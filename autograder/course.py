@@ -22,6 +22,7 @@ REFERENCE_MODULES = {
     "07_bpe": ("bpe",),
     "08_encoder_decoder": ("decoder", "transformer"),
     "09_long_sequences": ("local_attention", "linformer", "rotary", "kv_cache"),
+    "10_gpt": ("gpt", "sampling"),
     "11_efficient_attention": ("tiled_attention", "grouped_query"),
 }
 

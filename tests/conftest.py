@@ -20,7 +20,8 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 QUICK_FILES = {
     "test_lib_bpe.py", "test_lib_char_lm.py", "test_lib_components.py", "test_lib_device.py",
     "test_lib_multi30k.py", "test_lib_order.py", "test_lib_self_attention.py", "test_lib_subword.py",
-    "test_lib_translation_data.py", "test_lib_efficient_attention.py", "test_guard_and_testing.py",
+    "test_lib_translation_data.py", "test_lib_efficient_attention.py", "test_lib_gpt.py", "test_lib_lm.py",
+    "test_guard_and_testing.py",
     "test_probe.py", "test_settings.py", "test_versions.py", "test_docs.py", "test_environment.py",
     "test_release.py", "test_deploy.py", "test_layers.py",
 }

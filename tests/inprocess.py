@@ -117,8 +117,18 @@ class Notebook:
         return ""
 
     def grade(self, cell: str, code: str) -> list[Verdict]:
-        """Verdicts of the graded cells after answer cell ``cell`` (earlier ones cannot change)."""
-        ns = dict(self.namespace)
+        """Verdicts of the graded cells after answer cell ``cell`` (earlier ones cannot change). The answer runs in
+        the notebook's own namespace, as in a kernel, so that the later cells' functions see its names (and the
+        names a judge puts in for a call); the namespace is as it was again afterwards."""
+        ns = self.namespace
+        saved = dict(ns)
+        try:
+            return self._grade(ns, cell, code)
+        finally:
+            ns.clear()
+            ns.update(saved)
+
+    def _grade(self, ns: dict, cell: str, code: str) -> list[Verdict]:
         verdicts = []
         start = next(i for i, (m, _) in enumerate(self.cells) if m.get("grade_id") == cell)
         for name in _bound(self.cells[start][1]):  # what the solution's cell defined is not there in a kernel

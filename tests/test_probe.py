@@ -152,6 +152,44 @@ def test_a_reference_class_is_a_stand_in_with_its_parameters_in_the_kernel():
     assert torch.allclose(trace.grads["params"]["linear1.weight"], here.linear1.weight.grad)
 
 
+def test_parts_of_a_stand_in_from_earlier_notebooks_are_real_in_the_kernel():
+    """In the kernel's copy of a reference module, the parts made from earlier notebooks' modules (which the kernel
+    has imported) and torch.nn's are real modules that student code may call, a bias-free nn.Linear included; the
+    parts defined by the notebook's own references stay containers that refuse to run."""
+    from lib.gpt import GPT
+    from lib.transformer import Transformer
+    ns = {}
+    exec("def encoder_layer(model, x):\n    return model.encoder_layers[0](x)\n\n"
+         "def decoder_norm(model, x):\n    return model.decoder_layers[0].norm1(x)\n\n"
+         "def decoder_layer(model, x):\n    return model.decoder_layers[0](x, x)\n\n"
+         "def block_parts(model, x):\n    b = model.blocks[0]\n"
+         "    return model.head(b.ff(b.ln2(x)) + b.attn(x, x, x)[0])\n",
+         ns)
+    k = Kernel(LocalTransport(ns), own=("lib.transformer", "lib.decoder"))
+    model = k.build("Transformer", k.reference("lib.transformer.Transformer"), 11, 13, d_model=8, n_heads=2,
+                    n_layers=1, d_ff=16, dropout=0.0, seed=0)
+    here = Transformer(11, 13, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0).eval()
+    assert k.load(model, here.state_dict()) == []
+    k.call("model.eval()", model.attr("eval"))
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():   # lib.encoder.EncoderLayer (notebook 06's), and a LayerNorm inside 08's own DecoderLayer
+        assert torch.allclose(k.call("encoder_layer", k.student("encoder_layer"), model, x),
+                              here.encoder_layers[0](x), atol=1e-6)
+        assert torch.allclose(k.call("decoder_norm", k.student("decoder_norm"), model, x),
+                              here.decoder_layers[0].norm1(x), atol=1e-6)
+    with pytest.raises(AssertionError, match="part of a course's module"):   # lib.decoder.DecoderLayer: 08's own
+        k.call("decoder_layer", k.student("decoder_layer"), model, x)
+    k = Kernel(LocalTransport(ns), own=("lib.gpt",))
+    gpt = k.build("GPT", k.reference("lib.gpt.GPT"), 11, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0,
+                  seed=0)
+    here = GPT(11, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0).eval()
+    assert k.load(gpt, here.state_dict()) == []
+    b = here.blocks[0]
+    with torch.no_grad():   # its head is nn.Linear(..., bias=False): in the kernel too
+        assert torch.allclose(k.call("block_parts", k.student("block_parts"), gpt, x),
+                              here.head(b.ff(b.ln2(x)) + b.attn(x, x, x)[0]), atol=1e-6)
+
+
 def test_the_grader_answers_only_questions_about_the_references_it_gave():
     k = _own({}, "lib.self_attention", withheld=("SelfAttention",))
     spec = k.reference("lib.self_attention.softmax").ref()["stub"]

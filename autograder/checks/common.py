@@ -56,6 +56,19 @@ def module(k: Kernel, obj, what: str) -> ModuleInfo:
     return k.describe(obj)
 
 
+def load_reference(k: Kernel, model, info: ModuleInfo, reference, what: str, attributes: str) -> None:
+    """Copy ``reference``'s parameters into the student's ``model`` by name (extra buffers of the student's are
+    fine); when they do not fit, fail naming the attributes the exercise asks for."""
+    weights = reference.state_dict()
+    problems = k.load(model, weights)
+    extra = [name for name in info.all_params() if name not in weights]
+    if problems or extra:
+        raise AssertionError(
+            f"{what}: the reference's parameters do not fit yours. Use exactly the attributes of the exercise "
+            f"({attributes}). " + (f"Yours: {'; '.join(problems[:3])}. " if problems else "")
+            + (f"Yours has parameters the reference does not: {', '.join(extra[:4])}." if extra else ""))
+
+
 def linear_problem(info: ModuleInfo | None, name: str, d_in: int, d_out: int, what: str, bias: bool | None = False):
     """Why ``info.<name>`` is not an nn.Linear(d_in, d_out), or None. ``bias``: True (must have one),
     False (must not), None (either)."""

@@ -404,7 +404,7 @@ class Kernel:
                 if "grads" in message:
                     out = _gradients(out, value(message["grads"]), [tensors[key] for key in need])
             if message.get("op") == "new":
-                out = {"id": self._keep(out), "tree": _tree(out)}
+                out = {"id": self._keep(out), "tree": _tree(out, self.own)}
             enc = probe.Encoder()
             data = enc(out)
             return probe.pack({"ok": True, "v": data}, dict(enc.tensors, rng=rng))
@@ -461,18 +461,22 @@ def _gradients(out, grads, inputs) -> list:
     return list(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
 
 
-def _tree(m) -> dict:
+def _tree(m, own=()) -> dict:
     """A module made here, as the kernel's copy needs it: type, training flag, simple attributes, parameters,
-    buffers and submodules (the copy is made by ``probe._mirror``)."""
+    buffers and submodules (the copy is made by ``probe._mirror``). ``real``: a submodule of a course module
+    the kernel has (an earlier notebook's, not one of ``own``), which the kernel makes as what it is, so that
+    student code may call it (a GPT's LayerNorms and attention, say)."""
     def simple(v):
         return type(v) in probe.SCALARS or type(v) in (tuple, list) and all(type(x) in probe.SCALARS for x in v)
     return {"type": [type(m).__module__, type(m).__qualname__], "training": m.training,
             "attrs": {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training" and simple(v)},
             "params": {k: p.detach() for k, p in m._parameters.items() if p is not None},
             "frozen": [k for k, p in m._parameters.items() if p is not None and not p.requires_grad],
+            "absent": [k for k, p in m._parameters.items() if p is None],    # nn.Linear(..., bias=False)
             "buffers": {k: b for k, b in m._buffers.items() if b is not None},
             "persistent": [k for k in m._buffers if k not in m._non_persistent_buffers_set],
-            "children": {k: _tree(c) for k, c in m._modules.items() if c is not None}}
+            "children": {k: _tree(c, own) for k, c in m._modules.items() if c is not None},
+            "real": type(m).__module__.startswith("lib.") and type(m).__module__ not in own}
 
 
 def grad(t: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ import torch
 from lib import transformer as ref
 from lib.testing import assert_close, assert_shape, is_close
 
-from ..common import INVERTED_MASK, module, seeded
+from ..common import INVERTED_MASK, load_reference, module, seeded
 from . import causal
 
 SIZES = dict(d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.1, max_len=40)
@@ -93,15 +93,8 @@ def _load(k, model, info, reference, what):
         raise AssertionError(f"{what}: the output layer shares its weight with the target embedding (weight tying, "
                              f"as fairseq's share_decoder_input_output_embed does). This Transformer gives the "
                              f"output layer a weight of its own: nn.Linear(d_model, tgt_vocab_size)")
-    weights = reference.state_dict()
-    problems = k.load(model, weights)
-    extra = [name for name in info.all_params() if name not in weights]
-    if problems or extra:
-        raise AssertionError(
-            f"{what}: the reference's parameters do not fit yours. Use exactly the attributes of the exercise "
-            f"(src_embed, tgt_embed, positions, dropout, encoder_layers, decoder_layers, output). "
-            + (f"Yours: {'; '.join(problems[:3])}. " if problems else "")
-            + (f"Yours has parameters the reference does not: {', '.join(extra[:4])}." if extra else ""))
+    load_reference(k, model, info, reference, what,
+                   "src_embed, tgt_embed, positions, dropout, encoder_layers, decoder_layers, output")
 
 
 def batch(g, b, s, t, src_vocab, tgt_vocab, pad_id, src_lengths, tgt_lengths):
