@@ -6,6 +6,7 @@
 hidden tests, no autograder.
 """
 import ast
+import functools
 import shutil
 import zipfile
 from pathlib import Path
@@ -56,15 +57,20 @@ def pyproject() -> dict:
     return tomllib.loads((course.ROOT / "pyproject.toml").read_text())
 
 
-def lib_imports(source: str) -> set:
+def lib_imports(source: str) -> frozenset:
     """Names of the lib modules that Python source imports."""
+    return _lib_imports(source)
+
+
+@functools.lru_cache(maxsize=256)
+def _lib_imports(source: str) -> frozenset:  # keyed by the text itself: a changed file is parsed again
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and (node.module == "lib" or node.module.startswith("lib.")):
             found |= {a.name for a in node.names} if node.module == "lib" else {node.module.split(".")[1]}
         elif isinstance(node, ast.Import):
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("lib.")}
-    return found
+    return frozenset(found)
 
 
 def needs(module: str, seen=None) -> set:

@@ -47,7 +47,8 @@ MAX_ITEMS = 100_000  # most values (list items, dict entries, tensors) in one me
 MAX_DEPTH = 40  # deepest nesting of lists, tuples and dicts
 MAX_OPS = 20_000  # most operators recorded by a watched call
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SCALARS = (type(None), bool, int, float, str)
+SCALARS = frozenset((type(None), bool, int, float, str))
+LEAVES = SCALARS - {float}  # values sent as they are, without a call (a float may be nan or inf: tagged)
 DICTS = {dict: "dict", collections.Counter: "Counter", collections.OrderedDict: "OrderedDict",
          collections.defaultdict: "defaultdict"}
 SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset", torch.Size: "tuple"}
@@ -82,15 +83,13 @@ class Encoder:
                 return {"$": "float", "v": repr(obj)}
             return obj
         if kind in SEQUENCES:
-            if all(type(x) is str for x in obj):  # a word's symbols (BPE), say: sent as they are, counted the same
-                self.items += len(obj)
-                if self.items > MAX_ITEMS:
-                    raise WireError(f"the value is too large to send (more than {MAX_ITEMS} items)")
-                return {"$": SEQUENCES[kind], "v": list(obj)}
-            return {"$": SEQUENCES[kind], "v": [self(x, depth + 1) for x in obj]}
+            self._count(len(obj))  # items that stand for themselves (a word's symbols in BPE, say) are sent as they are
+            return {"$": SEQUENCES[kind], "v": [x if type(x) in LEAVES else self(x, depth + 1) for x in obj]}
         if kind in DICTS:
+            self._count(2 * len(obj))
             return {"$": "dict", "type": DICTS[kind],
-                    "v": [[self(k, depth + 1), self(v, depth + 1)] for k, v in obj.items()]}
+                    "v": [[k if type(k) in LEAVES else self(k, depth + 1), v if type(v) in LEAVES else self(v, depth + 1)]
+                          for k, v in obj.items()]}
         if kind in PLAIN_TENSORS:
             return self.tensor(obj)
         if isinstance(obj, torch.dtype):
@@ -98,6 +97,11 @@ class Encoder:
         if isinstance(obj, torch.device):
             return {"$": "device", "v": str(obj)}
         return self.other(obj)
+
+    def _count(self, n: int) -> None:
+        self.items += n
+        if self.items > MAX_ITEMS:
+            raise WireError(f"the value is too large to send (more than {MAX_ITEMS} items)")
 
     def tensor(self, t):
         t = t.detach()
@@ -140,12 +144,11 @@ class Decoder:
         if tag == "float":
             return float(data["v"])
         if tag in ("list", "tuple", "set", "frozenset"):
-            items = _list(data["v"])
-            if not all(type(x) is str for x in items):  # strings stand for themselves
-                items = [self(x, depth + 1) for x in items]
+            items = [x if type(x) in SCALARS else self(x, depth + 1) for x in _list(data["v"])]
             return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
         if tag == "dict":
-            pairs = [(self(k, depth + 1), self(v, depth + 1)) for k, v in _list(data["v"])]
+            pairs = [(k if type(k) in SCALARS else self(k, depth + 1), v if type(v) in SCALARS else self(v, depth + 1))
+                     for k, v in _list(data["v"])]
             return collections.Counter(dict(pairs)) if data.get("type") == "Counter" else dict(pairs)
         if tag == "tensor":
             t = self.tensors.get(data.get("key"))

@@ -37,9 +37,10 @@ def pytest_configure(config):
 # The files that take longest (grading whole classes), first: pytest-xdist hands out whole files
 # (--dist loadfile) in this order, so no long file starts while the other worker sits idle at the end.
 # Measured with --durations (the times a run prints at its end).
-LONGEST_FIRST = ["test_hostile.py", "test_faults.py", "test_cluster.py", "test_isolation.py", "test_mistakes.py",
-                 "test_notebooks_run.py", "test_live_check.py", "test_grading.py", "test_references_stay_out.py",
-                 "test_isolation_variations.py", "test_jupyterhub.py", "test_release.py", "test_sandbox.py"]
+LONGEST_FIRST = ["test_mistakes.py", "test_notebooks_run.py", "test_cluster.py", "test_faults.py", "test_hostile.py",
+                 "test_live_check.py", "test_sandbox.py", "test_references_stay_out.py", "test_isolation.py",
+                 "test_jupyterhub.py", "test_grading.py", "test_isolation_variations.py", "test_bundle.py",
+                 "test_stock_nbgrader.py", "test_formgrader_browser.py", "test_grader_faults.py"]
 
 
 def pytest_collection_modifyitems(config, items):

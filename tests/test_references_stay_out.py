@@ -28,7 +28,7 @@ from tests.submissions import make_submission, solution_sources
 SPY = r'''
 import base64 as _b64, json as _json, os as _os, re as _re, sys as _sys
 
-_SEEN, _MODULES = [], set(_sys.modules)
+_SEEN, _MODULES, _COUNT = [], set(_sys.modules), [len(_sys.modules)]
 
 
 def _strings(code):
@@ -51,8 +51,9 @@ def _spy(event, args):
             _SEEN.append(text)
     elif event == "exec" and hasattr(args[0], "co_consts") and not _os.path.isfile(args[0].co_filename):
         _strings(args[0])
-    new = set(_sys.modules) - _MODULES
-    if new:
+    if len(_sys.modules) != _COUNT[0]:  # cheap on every event; a module is added at an event of its own import
+        _COUNT[0] = len(_sys.modules)
+        new = set(_sys.modules) - _MODULES
         _MODULES.update(new)
         _SEEN.extend(sorted(new))
 
@@ -60,6 +61,7 @@ def _spy(event, args):
 _sys.addaudithook(_spy)
 '''
 PRINT = ("import zlib as _zlib\n"  # one line, compressed: a cell keeps 1000 lines and 1 MB of output
+         "_SEEN.extend(sorted(set(_sys.modules) - _MODULES))\n"
          "print('SPY RECORD', _b64.b64encode(_zlib.compress(_json.dumps(list(dict.fromkeys(_SEEN))).encode(), 9))"
          ".decode())\n")
 
