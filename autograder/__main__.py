@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {release,check,grade,bundle}."""
+"""Command line: python -m autograder {release,check,grade,similar,bundle}."""
 import argparse
 import hashlib
 import signal
@@ -9,7 +9,7 @@ from . import course, intake
 from .bundle import bundle
 from .cluster import ClusterError
 from .grading import zero_result
-from .settings import Limits, default_jobs
+from .settings import Limits, Similar, default_jobs
 from .runner import check_notebook, grade_many
 from .fingerprint import fingerprint, version
 from .release import release
@@ -259,6 +259,22 @@ def cmd_grade(args) -> int:
     return 0
 
 
+def cmd_similar(args) -> int:
+    from . import similar
+    submitted = Path(args.submitted)
+    found, _, refused = find_submissions(submitted)
+    for folder, why in refused:
+        print(f"skipping {folder}: {why}", file=sys.stderr)
+    pairs, empty = similar.compare(found, args.threshold)
+    for p in pairs:
+        print(f"{p.assignment:<24} {p.a.student:<20} {p.b.student:<20} {p.similarity:.0%}")
+    print(f"{len(found)} submissions, {len(pairs)} pairs at or above {args.threshold:.0%}"
+          + (f"; no code of their own: {', '.join(f'{s} ({a})' for s, a in empty)}" if empty else ""))
+    similar.write_html(pairs, empty, len(found), args.threshold, Path(args.out))
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -304,6 +320,12 @@ def main(argv=None) -> int:
     p.add_argument("--regrade", action="store_true",
                    help="grade every notebook again, even those an earlier run into --out already graded")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser("similar", help="pairs of submissions whose own code is much alike (copydetect, as MOSS)")
+    p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
+    p.add_argument("--out", default="similarity.html", help="the report, side by side (default: similarity.html)")
+    p.add_argument("--threshold", type=float, default=Similar.threshold,
+                   help=f"share of one side's code found in the other (default {Similar.threshold})")
+    p.set_defaults(run=cmd_similar)
     p = sub.add_parser("bundle", help="zip what students get: release notebooks up to NN, lib references before NN")
     p.add_argument("--upto", required=True, help="last notebook in the bundle: its id or two digits (04)")
     p.add_argument("out", help="the zip file to write")

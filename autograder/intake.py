@@ -29,7 +29,7 @@ from . import course, files
 from .scan import suspicious
 
 
-def _grade_id(cell):
+def grade_id(cell):
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
@@ -77,16 +77,16 @@ def read_submission(path):
 def rebuild(nb, assignment):
     """(graded notebook, notes, flags) from a parsed submission ``nb``."""
     release = nbformat.read(course.release_notebook(assignment), as_version=4)
-    skeleton = [c for c in release.cells if _grade_id(c)]
+    skeleton = [c for c in release.cells if grade_id(c)]
     # a test cell as the instructor wrote it (hidden tests included) is not "edited": checking a solution is quiet
-    source = {_grade_id(c): c.source for c in nbformat.read(course.source_notebook(assignment), as_version=4).cells}
-    known = {_grade_id(c): c for c in skeleton}
+    source = {grade_id(c): c.source for c in nbformat.read(course.source_notebook(assignment), as_version=4).cells}
+    known = {grade_id(c): c for c in skeleton}
     notes, flags = [], []
-    given = {c.source for c in release.cells if not _grade_id(c)}  # the course's own cells, not the student's
+    given = {c.source for c in release.cells if not grade_id(c)}  # the course's own cells, not the student's
     taken, extra_after = {}, {None: []}
     anchor = None
     for cell in nb.cells:
-        gid = _grade_id(cell)
+        gid = grade_id(cell)
         if gid in known and gid not in taken:
             taken[gid] = cell
             anchor = gid
@@ -118,7 +118,7 @@ def rebuild(nb, assignment):
     for extra in extra_after[None]:
         add_own(extra, "before the first exercise")
     for ref in skeleton:
-        gid = _grade_id(ref)
+        gid = grade_id(ref)
         meta = ref.metadata["nbgrader"]
         mine = taken.get(gid)
         if meta.get("solution") and not meta.get("locked"):

@@ -66,6 +66,15 @@ class Cluster:
     pool_idle: int = 300  # seconds a worker's pool of grading processes is kept with nothing to grade
 
 
+@dataclass
+class Similar:
+    """Looking for copies (``similar.py``): copydetect's winnowing, as MOSS does."""
+    threshold: float = 0.7  # share of one submission's own code found in the other that reports a pair
+    common: int = 10  # a passage more students than this wrote alike is left out (MOSS's -m, and its default)
+    noise: int = 25  # k: the shortest match that counts, in characters of filtered code (copydetect's default)
+    guarantee: int = 30  # every match this long is found (copydetect's default); window = guarantee - noise + 1
+
+
 # The environment's names. The grader sets the first group for each kernel it starts; a person (or a test)
 # may set the second; the third is set by the hub or by the notebook's side of the check (lib/checking.py,
 # which runs in the student's kernel and names its two itself: a test holds them equal).

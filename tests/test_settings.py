@@ -26,6 +26,7 @@ def test_the_command_line_defaults_are_the_limits():
     assert f"seconds per cell (default {DEFAULTS.cell_timeout})" in text
     assert f"seconds per notebook (default {DEFAULTS.notebook_timeout})" in text
     assert f"in MiB (default {DEFAULTS.memory // 2**20})" in text
+    assert f"the other (default {settings.Similar.threshold})" in _help("autograder", "similar")
 
 
 def test_the_check_services_defaults_are_the_settings():
@@ -98,7 +99,7 @@ def test_the_environment_names_are_written_in_at_most_two_files_of_the_code():
 def test_the_settings_page_states_the_same_defaults_and_every_variable():
     from dataclasses import fields
     page = (course.ROOT / "docs" / "settings.md").read_text()
-    for cls in (settings.Limits, settings.Service, settings.Cluster):
+    for cls in (settings.Limits, settings.Service, settings.Cluster, settings.Similar):
         for f in fields(cls):
             row = re.search(rf"^\| `{cls.__name__}\.{f.name}` \| `([^`]*)` \|", page, re.M)
             assert row, f"docs/settings.md has no row for {cls.__name__}.{f.name}"
