@@ -30,6 +30,7 @@ import base64
 import builtins
 import collections
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -86,6 +87,12 @@ class Encoder:
             self._count(len(obj))  # items that stand for themselves (a word's symbols in BPE, say) are sent as they are
             return {"$": SEQUENCES[kind], "v": [x if type(x) in LEAVES else self(x, depth + 1) for x in obj]}
         if kind in DICTS:
+            keys = list(obj)
+            if keys and all(type(k) is tuple for k in keys) and set(map(type, itertools.chain(*keys))) <= {str}:
+                # keys that are tuples of strings (BPE's words and pairs): sent as lists, tagged once
+                self._count(2 * len(keys) + sum(map(len, keys)))
+                return {"$": "dict", "type": DICTS[kind], "keys": [list(k) for k in keys],
+                        "values": [v if type(v) in LEAVES else self(v, depth + 1) for v in obj.values()]}
             self._count(2 * len(obj))
             return {"$": "dict", "type": DICTS[kind],
                     "v": [[k if type(k) in LEAVES else self(k, depth + 1), v if type(v) in LEAVES else self(v, depth + 1)]
@@ -146,9 +153,16 @@ class Decoder:
         if tag in ("list", "tuple", "set", "frozenset"):
             items = [x if type(x) in SCALARS else self(x, depth + 1) for x in _list(data["v"])]
             return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
-        if tag == "dict":
+        if tag == "dict" and "keys" in data:  # keys that are tuples of strings
+            keys, values = _list(data["keys"]), _list(data.get("values"))
+            if (len(keys) != len(values) or not all(type(k) is list for k in keys)
+                    or not set(map(type, itertools.chain(*keys))) <= {str}):
+                raise WireError("a dict's keys must be lists of strings, one per value")
+            pairs = zip(map(tuple, keys), [v if type(v) in SCALARS else self(v, depth + 1) for v in values])
+        elif tag == "dict":
             pairs = [(k if type(k) in SCALARS else self(k, depth + 1), v if type(v) in SCALARS else self(v, depth + 1))
                      for k, v in _list(data["v"])]
+        if tag == "dict":
             return collections.Counter(dict(pairs)) if data.get("type") == "Counter" else dict(pairs)
         if tag == "tensor":
             t = self.tensors.get(data.get("key"))
