@@ -94,9 +94,9 @@ class Encoder:
                 return {"$": "dict", "type": DICTS[kind], "keys": [list(k) for k in keys],
                         "values": [v if type(v) in LEAVES else self(v, depth + 1) for v in obj.values()]}
             self._count(2 * len(obj))
-            return {"$": "dict", "type": DICTS[kind],
-                    "v": [[k if type(k) in LEAVES else self(k, depth + 1), v if type(v) in LEAVES else self(v, depth + 1)]
-                          for k, v in obj.items()]}
+            return {"$": "dict", "type": DICTS[kind], "v": [[k if type(k) in LEAVES else self(k, depth + 1),
+                                                            v if type(v) in LEAVES else self(v, depth + 1)]
+                                                           for k, v in obj.items()]}
         if kind in PLAIN_TENSORS:
             return self.tensor(obj)
         if isinstance(obj, torch.dtype):

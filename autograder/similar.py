@@ -169,7 +169,7 @@ def write_html(pairs, empty, compared: int, threshold: float, path: Path) -> Non
     sections = "".join(
         f'<h2 id="pair{i}">{i}. {html.escape(p.assignment)}: {html.escape(p.a.student)} and '
         f"{html.escape(p.b.student)}, {p.similarity:.0%}</h2><div class=\"side\">"
-        f"<div><h3>{html.escape(p.a.student)} ({p.shares[0]:.0%} shared)</h3><pre>{_marked(p.a.code, p.slices[0])}</pre></div>"
-        f"<div><h3>{html.escape(p.b.student)} ({p.shares[1]:.0%} shared)</h3><pre>{_marked(p.b.code, p.slices[1])}</pre></div>"
-        f"</div>" for i, p in enumerate(pairs, 1))
+        + "".join(f"<div><h3>{html.escape(w.student)} ({share:.0%} shared)</h3><pre>{_marked(w.code, cut)}</pre></div>"
+                  for w, share, cut in ((p.a, p.shares[0], p.slices[0]), (p.b, p.shares[1], p.slices[1])))
+        + "</div>" for i, p in enumerate(pairs, 1))
     Path(path).write_text(PAGE.format(summary=summary, table=table, sections=sections), encoding="utf-8")
