@@ -4,11 +4,13 @@ A submission's own code is its answer cells and the code cells it added; the cou
 stubs with their docstrings, and its given cells) is left out as boilerplate. Each submission's code is
 fingerprinted as MOSS does, by copydetect: the code's tokens with every name, string and comment replaced
 (so renaming variables, rewording comments or reformatting hides nothing), k-grams of those hashed, and a
-window of hashes winnowed down to its smallest. A pair's similarity is the larger of the two shares of code
-(after boilerplate) that the other holds too; pairs at or above the threshold are reported, most similar
-first, and shown side by side in ``similarity.html`` with the shared parts marked.
+window of hashes winnowed down to its smallest. Passages that more than ``Similar.common`` students wrote alike
+are left out too (MOSS's -m): with fixed names and signatures, they are what the exercise asks for. A pair's
+similarity is the larger of the two shares of code (after all that) that the other holds too; pairs at or above
+the threshold are reported, most similar first, and shown side by side in ``similarity.html`` with the shared
+parts marked (defaults: ``settings.Similar``).
 
-    python -m autograder similar SUBMITTED [--out similarity.html] [--threshold 0.6]
+    python -m autograder similar SUBMITTED [--out similarity.html] [--threshold 0.7]
 
 A high similarity is a reason to look, not a verdict: short exercises leave few ways to write them.
 """
