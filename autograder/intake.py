@@ -67,9 +67,10 @@ def read_submission(path):
     except Exception as e:  # noqa: BLE001 - nbformat raises many kinds for broken files
         return None, [f"the notebook could not be read as a Jupyter notebook: {type(e).__name__}: {e}"]
     notes = [] if version == 4 else [f"the notebook was converted from format version {version} to 4"]
-    for cell in nb.cells:  # a cell whose source is a list of non-strings, or missing fields
-        if not isinstance(cell.get("source", ""), str):
-            cell["source"] = "".join(map(str, cell.get("source") or []))
+    for cell in nb.cells:  # a cell whose source is a list of non-strings, or not even a list, or missing fields
+        source = cell.get("source", "")
+        if not isinstance(source, str):
+            cell["source"] = "".join(map(str, source)) if isinstance(source, list) else str(source)
         cell.setdefault("metadata", {})
     return nb, notes
 

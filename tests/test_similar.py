@@ -79,3 +79,18 @@ def test_the_command_writes_a_page_that_shows_the_pair_side_by_side(tmp_path):
 def test_a_disguised_copy_keeps_its_marks(seed):
     """The disguise changes only what a copier can: the copy still earns every point."""
     assert not _lost(Notebook(AID), disguise(SOLUTIONS[seed * 9], seed=seed))
+
+
+def test_broken_notebooks_are_read_or_listed_never_a_crash(tmp_path):
+    """A cell whose source is a number is read as text (intake, as for grading); a notebook nbformat cannot read
+    (a source of numbers) or an empty file has no code of its own."""
+    import json
+    subs = _class(tmp_path, {"ann": SOLUTIONS[0], "ben": SOLUTIONS[1], "cat": SOLUTIONS[2]})
+    for (_, _, path), source in zip(subs, (5, [1, 2])):
+        nb = json.loads(path.read_text())
+        nb["cells"].append({"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+                            "execution_count": None})
+        path.write_text(json.dumps(nb))
+    subs[2][2].write_text("")
+    assert similar.written_code(subs[0][2], AID).endswith("\n\n5")
+    assert similar.compare(subs) == ([], [("ben", AID), ("cat", AID)])
