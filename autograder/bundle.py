@@ -57,13 +57,9 @@ def pyproject() -> dict:
     return tomllib.loads((course.ROOT / "pyproject.toml").read_text())
 
 
+@functools.lru_cache(maxsize=256)  # keyed by the text itself: a changed file is parsed again
 def lib_imports(source: str) -> frozenset:
     """Names of the lib modules that Python source imports."""
-    return _lib_imports(source)
-
-
-@functools.lru_cache(maxsize=256)
-def _lib_imports(source: str) -> frozenset:  # keyed by the text itself: a changed file is parsed again
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and (node.module == "lib" or node.module.startswith("lib.")):

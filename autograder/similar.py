@@ -16,6 +16,7 @@ A high similarity is a reason to look, not a verdict: short exercises leave few 
 """
 import collections
 import functools
+import hashlib
 import html
 import io
 import itertools
@@ -76,15 +77,28 @@ def written_code(path: Path, assignment: str) -> str:
 def boilerplate(assignment: str) -> list:
     """The hashes of every k-gram (no winnowing: a window of 1, as copydetect does) of each of the release's
     code cells: what every student starts from."""
-    from copydetect import CodeFingerprint
     cells = [code for code in _release(assignment)[1] if code.strip()]
-    return sorted(set().union(*(CodeFingerprint("release.py", K, 1, fp=io.StringIO(code)).hashes
+    return sorted(set().union(*(_copydetect().CodeFingerprint("release.py", K, 1, fp=io.StringIO(code)).hashes
                                 for code in cells + ["\n\n".join(cells)])))  # and across cells, in order
 
 
 def fingerprint(code: str, common: list):
-    from copydetect import CodeFingerprint
-    return CodeFingerprint("answer.py", K, WINDOW, boilerplate=common, fp=io.StringIO(code))
+    return _copydetect().CodeFingerprint("answer.py", K, WINDOW, boilerplate=common, fp=io.StringIO(code))
+
+
+def _stable_hashes(string: str, k: int):
+    """copydetect's k-gram hashes, but the same in every process: it uses Python's ``hash``, which each process
+    salts anew, so the fingerprints (and the shares) changed from run to run."""
+    import numpy as np
+    return np.array([int.from_bytes(hashlib.blake2b(string[i:i + k].encode(), digest_size=8).digest(), "little",
+                                    signed=True) for i in range(len(string) - k + 1)], dtype=np.int64)
+
+
+def _copydetect():
+    """copydetect, with hashes that do not change from one run to the next."""
+    import copydetect.utils
+    copydetect.utils.hashed_kgrams = _stable_hashes
+    return copydetect
 
 
 def _fingerprint_all(written: list, assignment: str) -> None:
@@ -104,7 +118,7 @@ def _fingerprint_all(written: list, assignment: str) -> None:
 def compare(submissions, threshold: float = Similar.threshold) -> tuple[list, list]:
     """(pairs at or above ``threshold``, most similar first; students with no code of their own) for
     ``submissions``, a list of (student, assignment, notebook path)."""
-    from copydetect import compare_files
+    compare_files = _copydetect().compare_files
     by_assignment, empty = {}, []
     for student, aid, path in submissions:
         by_assignment.setdefault(aid, []).append(Written(student, aid, written_code(Path(path), aid)))
