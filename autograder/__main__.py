@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import course, intake
 from .bundle import bundle
+from .class_page import write_class_page
 from .cluster import ClusterError
 from .grading import zero_result
 from .settings import Limits, Similar, default_jobs
@@ -138,7 +139,7 @@ def submission_key(path: Path, limits: Limits) -> str:
 def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True, cluster=None,
                 allow_unisolated: bool = False, regrade: bool = False):
     """Grade a folder laid out like nbgrader's submitted/ and write every output into ``out``: grades.csv,
-    report.txt, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders).
+    report.txt, class.html, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders).
 
     Each result is recorded in ``out``/results.jsonl the moment it is graded (``autograder.results``). Run again
     on the same ``out``, it grades only what is missing, changed, or failed for the grader's own reasons (every
@@ -201,7 +202,7 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
 
 
 def write_outputs(results, out: Path, refused=(), unfinished: int = 0, jobs: int = 1) -> None:
-    """grades.csv, report.txt, summary.txt and .png, and one feedback page per notebook, from ``results`` (the
+    """grades.csv, report.txt, class.html, summary.txt and .png, and one feedback page per notebook, from ``results`` (the
     pages rendered ``jobs`` at a time). A page that fails to render is reported, and the others are written."""
     autograded = out / "autograded"
     write_grades_csv(results, out / "grades.csv")
@@ -224,6 +225,7 @@ def write_outputs(results, out: Path, refused=(), unfinished: int = 0, jobs: int
     write_class_report(results, out / "report.txt", [(ascii(str(f)), why) for f, why in refused], unfinished)
     (out / "summary.txt").write_text(class_summary(results) + "\n")
     plot_summary(results, out / "summary.png")
+    write_class_page(results, out / "class.html")
     for r, why in failed:
         print(f"feedback for {r.student} {r.assignment} could not be written: {why}", file=sys.stderr)
 
@@ -255,7 +257,8 @@ def cmd_grade(args) -> int:
     if faults:
         print(f"{len(faults)} notebook(s) NOT GRADED through a fault of the grader (see report.txt); run the same "
               f"command again to grade them")
-    print(f"wrote {out / 'grades.csv'}, report.txt, summary.txt, summary.png and feedback/ (hidden tests redacted)")
+    print(f"wrote {out / 'grades.csv'}, report.txt, class.html, summary.txt, summary.png and feedback/ (hidden tests "
+          f"redacted)")
     return 0
 
 

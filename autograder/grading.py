@@ -387,9 +387,12 @@ def progress_bar(total: int, progress: bool):
 def grade_once(run: Run, worker: Path, student: str, aid: str, path: Path, hide=()):
     """``run.grade``, whatever happens: a worker lost on the way is replaced and the notebook graded again,
     once; a second loss, or any other failure of the grader, is reported as the grader's fault."""
+    start = time.monotonic()
     for attempt in (1, 2):
         try:
-            return run.grade(worker, student, aid, path, hide)
+            r, graded = run.grade(worker, student, aid, path, hide)
+            r.seconds = round(time.monotonic() - start, 2)
+            return r, graded
         except Closed:
             raise
         except WorkerLost as e:

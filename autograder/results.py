@@ -14,6 +14,7 @@ notebook is graded. An interrupted run loses only the notebooks in flight;
 changed (the submission, the course or the limits) and what the grader failed
 on. The grades, the report and the feedback are built from it.
 """
+import hashlib
 import json
 import os
 import re
@@ -34,6 +35,30 @@ def failure_line(ename: str, evalue: str) -> str:
     return text.splitlines()[0] if text else ename
 
 
+_CALL = re.compile(r"^.*? is wrong: ")  # 'softmax(x of shape (4, 4), dim=-1) is wrong: <the diagnosis>'
+_ERROR = re.compile(r"^\w*(Error|Exception): ")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?(?![\w])", re.IGNORECASE)
+_QUOTED = re.compile(r"'[^'\n]{0,60}'|\"[^\"\n]{0,60}\"")
+_TUPLE = re.compile(r"[(\[](#|'…'|, )+[)\]]")
+
+
+def cause(message: str) -> str:
+    """A failure message with what varies between students taken out: the call a judge describes before its
+    diagnosis, numbers, shapes and quoted values. 'softmax(x of shape (4, 4), dim=-1) is wrong: the values sum to 1
+    along dim 0, not along dim=-1: ...' -> 'the values sum to # along dim #, not along dim=#: ...'."""
+    text = _ERROR.sub("", ANSI.sub("", message).strip())
+    text = _CALL.sub("", text)
+    text = _NUMBER.sub("#", _QUOTED.sub("'…'", text))
+    return _TUPLE.sub("(#)", text)
+
+
+def mistake_id(exercise: str, message: str) -> str:
+    """A failure's stable name, '<exercise>:<8 hex digits>': the same for every student whose failure in that
+    exercise has the same cause (see ``cause``), whichever of its graded cells failed, and the same from run to
+    run, so a class's failures can be counted by cause."""
+    return f"{exercise}:{hashlib.blake2b(cause(message).encode(), digest_size=4).hexdigest()}"
+
+
 @dataclass
 class CellResult:
     grade_id: str
@@ -42,6 +67,11 @@ class CellResult:
     max_score: float
     manual: bool  # a written answer, graded by a person
     message: str = ""
+
+    @property
+    def mistake(self) -> str:
+        """The failure's stable id (``mistake_id``); '' for a cell with full marks or no message."""
+        return mistake_id(self.exercise, self.message) if self.message and self.score < self.max_score else ""
 
 
 @dataclass
@@ -55,6 +85,7 @@ class NotebookResult:
     flags: list[str] = field(default_factory=list)  # code a human should read
     sandbox: str = ""  # which protections the kernel ran under
     fault: str = ""  # the grader's own failure on this notebook (graded again when grade runs again)
+    seconds: float = 0.0  # how long grading it took, start of the kernel to the last judge
 
     @property
     def auto_score(self) -> float:

@@ -38,3 +38,13 @@ def make_submission(assignment: str, path: Path, replace: dict | None = None, so
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(nb, indent=1))
     return path
+
+
+# Four ways to normalise a softmax over the wrong dimension, as students write them: one mistake, in four wordings
+# (notebook 01's class page must count them as one; benchmarks/bench_class_page.py, tests/test_grading.py).
+WRONG_DIM_SOFTMAX = {
+    "erin": "def softmax(x, dim=-1):\n    e = (x - x.amax(dim=0, keepdim=True)).exp()\n    return e / e.sum(dim=0, keepdim=True)\n",
+    "femi": "def softmax(x, dim=-1):\n    e = torch.exp(x - x.max())\n    return e / e.sum(0)\n",
+    "gus": "def softmax(x, dim=-1):\n    e = (x - x.amax(-1, keepdim=True)).exp()\n    return e / e.sum(-1, keepdim=True)\n",
+    "hana": "def softmax(x, dim=-1):\n    return x.exp() / x.exp().sum(dim=0, keepdim=True)\n",
+}

@@ -130,3 +130,27 @@ def test_a_feedback_page_shows_the_notebooks_text_rendered(browser, tmp_path):
         (css) => getComputedStyle(document.querySelector(css)).fontSize)""")
     assert float(sizes[0].rstrip("px")) > 1.5 * float(sizes[1].rstrip("px")), sizes
     page.screenshot(path=tmp_path / "feedback.png")
+
+
+def test_the_class_page_reads_right_in_the_browser(browser, tmp_path):
+    """class.html, as grade writes it, in the browser: the score plot is drawn, the wrong-dim softmax reads as one
+    mistake of four students with links to their feedback, a student id made of markup is shown as text, and the
+    page asks for nothing outside itself."""
+    from autograder.class_page import write_class_page
+    from tests.test_class_page import HOSTILE, class_of_six
+
+    write_class_page(class_of_six(), tmp_path / "class.html")
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.on("dialog", lambda dialog: asked.append(f"dialog: {dialog.message}"))
+    page.goto((tmp_path / "class.html").as_uri())
+    plot = page.locator("img").first
+    expect(plot).to_be_visible()
+    assert page.evaluate("() => document.images[0].complete && document.images[0].naturalWidth") > 300
+    row = page.locator("tr").filter(has_text="along dim").first
+    expect(row).to_contain_text("4 × softmax(x of shape")
+    assert sorted(row.locator("a").all_inner_texts()) == sorted(["erin", "femi", "gus", HOSTILE])
+    expect(page.locator("#review").locator("xpath=following-sibling::table[1]")).to_contain_text("opens a socket")
+    assert [u for u in asked if not u.startswith(("file:", "data:"))] == [], asked
+    page.screenshot(path=os.environ.get("CLASS_PAGE_SHOT", tmp_path / "class.png"), full_page=True)

@@ -1,5 +1,6 @@
 """The check and grade commands, end to end through stock nbgrader."""
 import csv
+import re
 import shutil
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import nbformat
 import pytest
 
 from autograder import course
-from tests.submissions import make_submission
+from tests.submissions import WRONG_DIM_SOFTMAX, make_submission
 
 AID = "01_self_attention"
 
@@ -82,6 +83,8 @@ def test_grade_a_class(tmp_path):
     make_submission(AID, sub / "bob" / AID / f"{AID}.ipynb", {"softmax": ""}, solve=False)  # softmax's cell emptied
     make_submission(AID, sub / "carol" / AID / "renamed.ipynb", {"softmax": "def softmax(x, dim=-1):\n    return x\n"})
     (sub / "dave" / AID).mkdir(parents=True)
+    for student, code in WRONG_DIM_SOFTMAX.items():  # one mistake in four wordings, for the class page
+        make_submission(AID, sub / student / AID / f"{AID}.ipynb", {"softmax": code})
     out = tmp_path / "out"
     proc = run("grade", str(sub), "--out", str(out), "--jobs", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -99,7 +102,7 @@ def test_grade_a_class(tmp_path):
     assert (out / "autograded" / "alice" / AID / f"{AID}.ipynb").is_file()
     # the class summary: carol's softmax is the exercise failed most, after bob's empty notebook
     summary = (out / "summary.txt").read_text()
-    assert "01_self_attention softmax" in summary and "1 / 4" in summary
+    assert "01_self_attention softmax" in summary and "1 / 8" in summary
     assert (out / "summary.png").stat().st_size > 1000
     report = (out / "report.txt").read_text()
     assert "4 notebook(s) flagged" not in report and "written answer(s) in" in report
@@ -116,6 +119,13 @@ def test_grade_a_class(tmp_path):
     bob = (out / "feedback" / "bob" / f"{AID}.html").read_text()
     assert "no cell that ran defines it; write softmax in its answer cell" in bob
     assert "did the cell stop with an error" not in bob
+    # the class page: the four wrong-dim softmaxes are one mistake, counted 4, linking to each student's feedback
+    page = (out / "class.html").read_text()
+    row = re.search(r"<tr><td>softmax</td>.*?</tr>", page, re.S).group(0)
+    assert re.search(r"<b>4</b> &times; softmax\(x of shape [^<]* along dim [^<]*<span class=\"id\">\[softmax:", row), row
+    assert all(f'href="feedback/{s}/{AID}.html"' in row for s in WRONG_DIM_SOFTMAX)
+    assert "1 / 8" in row and 'src="data:image/png;base64,' in page
+    assert re.search(r"<td>01_self_attention</td><td class=num>8</td><td class=num>\d+\.\d</td>", page)
 
 
 @pytest.mark.parametrize("path,expected", [
