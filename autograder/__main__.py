@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {release,check,grade,similar,bundle}."""
+"""Command line: python -m autograder {release,check,grade,export,similar,bundle}."""
 import argparse
 import hashlib
 import signal
@@ -8,6 +8,7 @@ from pathlib import Path
 from . import course, intake
 from .bundle import bundle
 from .class_page import write_class_page
+from .export import CANVAS_TOKEN, FORMATS, cmd_export
 from .cluster import ClusterError
 from .grading import zero_result
 from .settings import Limits, Similar, default_jobs
@@ -329,6 +330,15 @@ def main(argv=None) -> int:
     p.add_argument("--threshold", type=float, default=Similar.threshold,
                    help=f"share of one side's code found in the other (default {Similar.threshold})")
     p.set_defaults(run=cmd_similar)
+    p = sub.add_parser("export", help="grades for Canvas's or Moodle's gradebook import, a wide CSV, or a Canvas upload")
+    p.add_argument("graded", help="the folder grade wrote (--out of grade), with its results.jsonl")
+    p.add_argument("--format", choices=sorted(FORMATS), default="csv", help="the file's columns (default csv)")
+    p.add_argument("--roster", help="CSV: student_id and the LMS's ids (name, canvas_id, sis_user_id, sis_login_id, "
+                                    "section, email, idnumber, username); without it a course id is the login")
+    p.add_argument("--out", help="the file to write (default GRADED/grades-FORMAT.csv)")
+    p.add_argument("--canvas-url", help=f"upload to this Canvas instead of writing a file (token: ${CANVAS_TOKEN})")
+    p.add_argument("--canvas-course", help="the Canvas course's id, for --canvas-url")
+    p.set_defaults(run=cmd_export)
     p = sub.add_parser("bundle", help="zip what students get: release notebooks up to NN, lib references before NN")
     p.add_argument("--upto", required=True, help="last notebook in the bundle: its id or two digits (04)")
     p.add_argument("out", help="the zip file to write")
