@@ -48,29 +48,26 @@ def export(*args):
                           text=True, cwd=course.ROOT)
 
 
-def rows(path):
-    return list(csv.reader(open(path, newline="", encoding="utf-8")))
+def exported(folder, fmt, roster, out):
+    """(the rows of the file ``export --format fmt`` wrote, what it said on stderr)."""
+    proc = export(folder, "--format", fmt, "--roster", roster, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    return list(csv.reader(open(out, newline="", encoding="utf-8"))), proc.stderr
 
 
 def test_canvas_csv_has_canvas_columns_points_possible_and_mapped_ids(graded, tmp_path):
-    folder, _ = graded
-    proc = export(folder, "--format", "canvas", "--roster", tmp_path / "roster.csv", "--out", tmp_path / "c.csv")
-    assert proc.returncode == 0, proc.stderr
-    got = rows(tmp_path / "c.csv")
+    got, said = exported(graded[0], "canvas", tmp_path / "roster.csv", tmp_path / "c.csv")
     assert got[0] == CANVAS_IDENTITY + [A, B]
     assert got[1] == ["Points Possible", "", "", "", "", "15", "13"]
     assert got[2] == ["Lovelace, Ada", "101", "S1", "ada@uni", "Sec A", "14", "7"]  # written 3 counted in 01
     assert got[3] == ["cy", "", "", "cy", "", "", "0"]  # not on the roster: the course id is the login
     assert got[4] == ["Bo Lee", "", "S2", "", "Sec B", "8", ""]  # no 02: blank, which Canvas leaves alone
-    assert "1 student(s) not in" in proc.stderr and "cy" in proc.stderr
-    assert "written answers no person has graded" in proc.stderr
+    assert "1 student(s) not in" in said and "cy" in said
+    assert "written answers no person has graded" in said
 
 
 def test_moodle_csv_has_columns_to_map_users_and_grade_items(graded, tmp_path):
-    folder, _ = graded
-    proc = export(folder, "--format", "moodle", "--roster", tmp_path / "roster.csv", "--out", tmp_path / "m.csv")
-    assert proc.returncode == 0, proc.stderr
-    got = rows(tmp_path / "m.csv")
+    got, _ = exported(graded[0], "moodle", tmp_path / "roster.csv", tmp_path / "m.csv")
     assert got[0] == MOODLE_IDENTITY + [A, B]
     assert got[1] == ["alove", "N1", "ada@uni.edu", "Lovelace, Ada", "14", "7"]
     assert got[2] == ["cy", "", "", "cy", "", "0"]
