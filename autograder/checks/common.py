@@ -111,3 +111,24 @@ def raises_value_error(k: Kernel, what: str, target, *args, why: str, **kwargs) 
             raise
         raise AssertionError(f"{e}; it should raise ValueError") from None
     raise AssertionError(f"{what} did not raise ValueError: {why}")
+
+
+def scaled(expected, named: dict, fix: str):
+    """For ``assert_close``'s diagnose: an answer that is the expected one times a constant c != 1 (least squares,
+    within 1e-3 relative). ``named`` maps a factor's name to its value ({"sqrt(d_model)": 8.0}); a c that is one of
+    them or its inverse is said by name. ``fix`` says what to do."""
+    def why(actual):
+        e, a = expected.double().flatten(), actual.double().flatten()
+        if not torch.isfinite(a).all() or e.norm() == 0:
+            return None
+        c = (a @ e / (e @ e)).item()
+        if abs(c - 1) < 1e-3 or (a - c * e).norm() > 1e-3 * a.norm().clamp(min=1e-12):
+            return None
+        said = f"{c:.4g} times the expected values"
+        for name, value in named.items():
+            if abs(c - value) < 1e-3 * value:
+                said = f"the expected values multiplied by {name} = {value:.4g}"
+            elif abs(c * value - 1) < 1e-3:
+                said = f"the expected values divided by {name} = {value:.4g}"
+        return f"every value is {said}: {fix}"
+    return why

@@ -441,11 +441,20 @@ def _method_with(module, name, state, training):
     for path, flag in (training if type(training) is dict else {}).items():
         if path in parts:
             parts[path].training = bool(flag)
-    known = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
-            {n for n, _ in module.named_buffers(remove_duplicate=False)}
+    # each tensor under its first name: tied weights (GPT's head and embedding) are given once, as
+    # functional_call requires, and it ties them again
+    tensors = [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]
+    names = {}
+    for n, t in tensors:
+        names.setdefault(id(t), n)
+    first = {n: names[id(t)] for n, t in tensors}
     if type(state) is not dict:
         raise probe.WireError("bad state")
-    state = {f"m.{n}": t for n, t in state.items() if n in known and torch.is_tensor(t)}
+    given = {}
+    for n, t in state.items():
+        if n in first and torch.is_tensor(t):
+            given.setdefault(first[n], t)
+    state = {f"m.{n}": t for n, t in given.items()}
     call = _Method(module, name)
     return lambda *args, **kwargs: torch.func.functional_call(call, state, tuple(args), kwargs)
 

@@ -119,23 +119,29 @@ def _variants(theirs, x, memory, tgt_mask, memory_mask, h, norm_first):
 
     n1, n2, n3 = theirs.norm1, theirs.norm2, theirs.norm3
 
-    def post(x, sa=sa, ca=ca, n=(n1, n2, n3), res_cross=True, order=("self", "cross")):
-        y = x
+    # query: where the cross-attention's queries come from: the stream (right), the self-attention's raw output,
+    # the layer's input, or (pre-norm) the stream without norm2
+    def post(x, sa=sa, ca=ca, n=(n1, n2, n3), res_cross=True, order=("self", "cross"), query="stream"):
+        y = said = x
         for step in order:
             if step == "self":
-                y = n[0](y + sa(y))
+                said = sa(y)
+                y = n[0](y + said)
             else:
-                y = n[1](y + ca(y)) if res_cross else n[1](ca(y))
+                q = {"stream": y, "self_out": said, "input": x}[query]
+                y = n[1](y + ca(q)) if res_cross else n[1](ca(q))
         return n[2](y + ff(y))
 
-    def pre(x, sa=sa, ca=ca, n=(n1, n2, n3), res_cross=True, norm_memory=False, order=("self", "cross")):
+    def pre(x, sa=sa, ca=ca, n=(n1, n2, n3), res_cross=True, norm_memory=False, order=("self", "cross"),
+            query="stream"):
         y = x
         for step in order:
             if step == "self":
                 y = y + sa(n[0](y))
             else:
                 mem = n[1](memory) if norm_memory else memory
-                y = (y + ca(n[1](y), mem)) if res_cross else ca(n[1](y), mem)
+                q = {"stream": n[1](y), "input": n[1](x), "unnormed": y}[query]
+                y = (y + ca(q, mem)) if res_cross else ca(q, mem)
         return y + ff(n[2](y))
 
     out = {}
@@ -151,6 +157,11 @@ def _variants(theirs, x, memory, tgt_mask, memory_mask, h, norm_first):
         if tgt_mask is None:
             out[f"{name}_always_causal"] = fn(x, sa=lambda y: sa(y, torch_mask(causal(t), b, h, t, t)))
         out[f"{name}_order_swapped"] = fn(x, order=("cross", "self"))
+        out[f"{name}_query_input"] = fn(x, query="input")
+        if norm_first:
+            out["pre_query_unnormed"] = pre(x, query="unnormed")
+        else:
+            out["post_query_self_out"] = post(x, query="self_out")
         if norm_first:
             out["pre_norm_memory"] = pre(x, norm_memory=True)
             out["pre_no_residual"] = ff(n3(ca(n2(sa(n1(x))))))
@@ -179,6 +190,16 @@ def _hints(v, norm_first, tgt_mask, memory_mask):
               f"norm2 with the cross-attention, norm3 with the feed-forward"] = v[f"{mine}_norms_{order}"]
     if tgt_mask is None:
         hints[ALWAYS_CAUSAL.replace("mask=None", "tgt_mask=None")] = v[f"{mine}_always_causal"]
+    hints["the cross-attention's queries are the layer's input: take them from the stream after the self-attention "
+          "sublayer (the sublayers run one after the other, each on the previous one's result)"] = \
+        v[f"{mine}_query_input"]
+    if norm_first:
+        hints["the cross-attention's queries are not normalized: in pre-norm they are norm2(x), "
+              "self.cross_attn(self.norm2(x), memory, memory, memory_mask)"] = v["pre_query_unnormed"]
+    else:
+        hints["the cross-attention's queries are the self-attention's raw output: take them from the stream after "
+              "the residual and norm1, x = norm1(x + SelfAttn(x)), then norm2(x + CrossAttn(x, memory, memory))"] = \
+            v["post_query_self_out"]
     if norm_first:
         hints["norm2 is applied to the memory too: in pre-norm only the decoder's stream is normalized, "
               "self.cross_attn(self.norm2(x), memory, memory, memory_mask)"] = v["pre_norm_memory"]

@@ -16,6 +16,7 @@ from lib.masking import causal_mask
 from lib.multi_head import merge_heads, split_heads
 
 from ..kernel import StudentError
+from ..common import raises_value_error
 from ..long_sequences.kv_cache import COMPUTE
 from .gpt_model import SIZES, VOCAB, reference_model
 
@@ -186,6 +187,12 @@ def generate_greedy(k):
     out, _, _ = run(k, there, idx, 0, what, temperature=0)
     if not torch.equal(out, idx):
         raise AssertionError(f"{what} should return the prompt as it is")
+    top = SIZES["max_len"]
+    n = top - 5 + 1
+    raises_value_error(k, f"{NAME}(a GPT with max_len={top}, idx {tuple(idx.shape)}, max_new_tokens={n})",
+                       k.student(NAME), there, idx, n, temperature=0,
+                       why=f"5 + {n} tokens are more than max_len = {top}: check T + max_new_tokens <= model.max_len "
+                           f"first, rather than returning fewer tokens or cropping the context")
 
 
 def generate_cache(k):
@@ -199,6 +206,11 @@ def generate_cache(k):
     out, trace, _ = run(k, there, idx, n, what, watch=True, temperature=0)
     d, d_ff = SIZES["d_model"], SIZES["d_ff"]
     for op, _, shape in trace.ops:
+        if shape and len(shape) == 3 and shape[0] == b and shape[-1] == VOCAB and t < shape[1] <= t + n:
+            raise AssertionError(
+                f"{what} gets logits for {shape[1]} positions per row in one step (shape {tuple(shape)}): it runs the "
+                f"whole model on the sequence so far at every step, with no cache. Run the prompt once, caching every "
+                f"block's keys and values, then each step on the newest token only")
         if op not in COMPUTE or not shape or len(shape) < 2:
             continue
         m = shape[-2]

@@ -68,6 +68,8 @@ def logits(model, idx, norm="pre", ln_f=True, causal=True, act="gelu", positions
             if norm == "pre":
                 x = (x if residual else 0) + attn(block.ln1(x))
                 x = (x if residual else 0) + ff(ln2(x))
+            elif norm == "parallel":  # GPT-J's and GPT-NeoX's blocks: both sublayers read the block's input
+                x = x + attn(block.ln1(x)) + ff(ln2(x))
             else:
                 x = block.ln1(x + attn(x))
                 x = ln2(x + ff(x))
@@ -80,6 +82,12 @@ def _hints(model, idx):
         "the blocks are post-norm, LN(x + Sub(x)) as in notebook 06's default: GPT's blocks are pre-norm, "
         "x + Sub(LN(x)), so the residual path from the embedding to ln_f never goes through a LayerNorm":
             dict(norm="post"),
+        "the blocks are post-norm, LN(x + Sub(x)), and there is no final LayerNorm (GPT-1's layout): GPT-2's "
+        "blocks are pre-norm, x + Sub(LN(x)), and ln_f normalizes the stream once before the output layer":
+            dict(norm="post", ln_f=False),
+        "the attention and the feed-forward run in parallel on the block's input (GPT-J's and GPT-NeoX's parallel "
+        "residual): they run one after the other, the feed-forward on x after the attention's residual, "
+        "x = x + Attn(LN1(x)), then x = x + FF(LN2(x))": dict(norm="parallel"),
         "the final LayerNorm ln_f is missing: pre-norm blocks leave the residual stream unnormalized, so "
         "normalize it once more before the output layer, head(ln_f(x))": dict(ln_f=False),
         "the attention is not causal: pass causal_mask(T) to every block, so that position t sees tokens 0..t "
@@ -238,6 +246,11 @@ def GPT_matches(k):
         call = f"{what}(idx {tuple(idx.shape)}) in eval mode, with the reference's weights"
         out = run(k, model, idx, call)
         want = logits(reference, idx)
+        if torch.is_tensor(out) and t > 1 and tuple(out.shape) == (b, 1, VOCAB):
+            raise AssertionError(f"logits of {call} has shape {tuple(out.shape)}: the logits of the last position "
+                                 f"only (nanoGPT's shortcut when it has no targets). Return every position's "
+                                 f"logits, (B, T, vocab_size) = {(b, t, VOCAB)}: the loss needs them all, and "
+                                 f"generate takes the last one itself")
         assert_shape(out, want.shape, f"logits of {call}")
         hints = _hints(reference, idx)
         not_finite(out, hints, f"logits of {call}")

@@ -3,6 +3,7 @@ import torch
 
 from lib.testing import assert_close, assert_shape
 
+from ..common import scaled
 from ..kernel import StudentError
 from . import expected_table, table
 
@@ -56,7 +57,11 @@ def sinusoidal_positions_formula(k):
             raise AssertionError(f"{what} has dtype {pe.dtype}: build the table in float32, PyTorch's default "
                                  f"(for example from torch.arange(max_len, dtype=torch.float32))")
         _layout(pe, what, d_model)
-        assert_close(pe, expected_table(max_len, d_model), what, atol=atol, hints=_hints(max_len, d_model))
+        expected = expected_table(max_len, d_model)
+        assert_close(pe, expected, what, atol=atol, hints=_hints(max_len, d_model), diagnose=scaled(
+            expected, {"sqrt(d_model)": d_model ** 0.5, "d_model": float(d_model)},
+            "the table is sin and cos themselves, between -1 and 1, with no scale (a scale such as sqrt(d_model) "
+            "goes on the token embeddings, if anywhere)"))
 
 
 def _layout(pe, what, d_model):
