@@ -8,6 +8,7 @@ from pathlib import Path
 from . import course, intake
 from .bundle import bundle
 from .class_page import write_class_page
+from .gradebook import GRADEBOOK_LINK, read_written, record, register
 from .export import CANVAS_TOKEN, FORMATS, cmd_export
 from .cluster import ClusterError
 from .grading import zero_result
@@ -28,6 +29,9 @@ CLUSTER_HELP = ("grade on the Dask cluster whose scheduler is at ADDRESS (tcp://
 def cmd_release(args) -> int:
     for path in release(assignment_ids=args.assignments or None):
         print(f"released {path.relative_to(course.ROOT)}")
+    if args.gradebook:
+        register(Path(args.gradebook), args.assignments or course.assignments())
+        print(f"registered them in {Path(args.gradebook) / 'gradebook.db'}, for the Formgrader")
     return 0
 
 
@@ -138,9 +142,12 @@ def submission_key(path: Path, limits: Limits) -> str:
 
 
 def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress: bool = True, cluster=None,
-                allow_unisolated: bool = False, regrade: bool = False):
+                allow_unisolated: bool = False, regrade: bool = False, gradebook: Path | None = None):
     """Grade a folder laid out like nbgrader's submitted/ and write every output into ``out``: grades.csv,
     report.txt, class.html, summary.txt and .png, feedback/ and autograded/. Returns (results, refused folders).
+    With ``gradebook`` (an nbgrader course directory), the results also go into its gradebook and autograded/
+    folder for the Formgrader, and the written answers' grades given there come back into every output
+    (``autograder.gradebook``).
 
     Each result is recorded in ``out``/results.jsonl the moment it is graded (``autograder.results``). Run again
     on the same ``out``, it grades only what is missing, changed, or failed for the grader's own reasons (every
@@ -196,6 +203,11 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
     for student, aid in missing:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
     unfinished = len(todo) - len(fresh)
+    if gradebook is not None:
+        (out / GRADEBOOK_LINK).write_text(str(Path(gradebook).resolve()) + "\n")  # export reads it from there
+        recorded = record(gradebook, results, autograded)
+        print(f"recorded {recorded} notebook(s) in {Path(gradebook).resolve() / 'gradebook.db'} (the Formgrader's); "
+              f"{read_written(gradebook, results)} written answer(s) graded there", file=sys.stderr)
     write_outputs(results, out, refused, unfinished, jobs)
     if interrupted:
         raise KeyboardInterrupt(f"{unfinished} notebook(s) not graded")
@@ -239,7 +251,8 @@ def cmd_grade(args) -> int:
     out = Path(args.out).resolve()
     try:
         results, refused = grade_class(Path(args.submitted), out, args.jobs, limits, cluster=args.cluster,
-                                       allow_unisolated=args.allow_unisolated, regrade=args.regrade)
+                                       allow_unisolated=args.allow_unisolated, regrade=args.regrade,
+                                       gradebook=Path(args.gradebook) if args.gradebook else None)
     except (ClusterError, NotIsolated) as e:
         print(e, file=sys.stderr)
         return 2
@@ -300,6 +313,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader generate_assignment")
     p.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
+    p.add_argument("--gradebook", metavar="COURSE_DIR",
+                   help="also register the assignments in this nbgrader course's gradebook.db (the Formgrader's)")
     p.set_defaults(run=cmd_release)
     p = sub.add_parser("check", help="grade a notebook, or every notebook in a folder, hidden tests included")
     p.add_argument("notebook", help="a notebook, or a folder such as notebooks/")
@@ -323,6 +338,9 @@ def main(argv=None) -> int:
                    help="grade even where kernels cannot be isolated (no namespaces): per-process limits only")
     p.add_argument("--regrade", action="store_true",
                    help="grade every notebook again, even those an earlier run into --out already graded")
+    p.add_argument("--gradebook", metavar="COURSE_DIR",
+                   help="also record the grades in this nbgrader course's gradebook.db and autograded/ (the "
+                        "Formgrader's), and read back the written answers' grades given there")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser("similar", help="pairs of submissions whose own code is much alike (copydetect, as MOSS)")
     p.add_argument("submitted", help="folder of <student_id>/<assignment_id>/<notebook>.ipynb")
@@ -336,6 +354,8 @@ def main(argv=None) -> int:
     p.add_argument("--roster", help="CSV: student_id and the LMS's ids (name, canvas_id, sis_user_id, sis_login_id, "
                                     "section, email, idnumber, username); without it a course id is the login")
     p.add_argument("--out", help="the file to write (default GRADED/grades-FORMAT.csv)")
+    p.add_argument("--gradebook", metavar="COURSE_DIR", help="read the written answers' grades from this nbgrader "
+                   "course's gradebook (default: the one grade --gradebook recorded into GRADED)")
     p.add_argument("--canvas-url", help=f"upload to this Canvas instead of writing a file (token: ${CANVAS_TOKEN})")
     p.add_argument("--canvas-course", help="the Canvas course's id, for --canvas-url")
     p.set_defaults(run=cmd_export)

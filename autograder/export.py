@@ -1,8 +1,9 @@
 """Grades for a learning management system: the CSV files Canvas's and Moodle's gradebooks import, a plain
 wide CSV, and an upload to Canvas through its API (``canvasapi``).
 
-The grades are those ``grade`` recorded in its output folder (``results.jsonl``): one column per notebook, its
-points (autograded, and written answers once a person has graded them) out of its maximum. A roster maps the
+The grades are those ``grade`` recorded in its output folder (``results.jsonl``), with the written answers' grades
+a person gave in the Formgrader (the course's gradebook: ``grade --gradebook``): one column per notebook, its points
+out of its maximum. A roster maps the
 course's student ids (the folder names of submitted/) to the LMS's ids; without one, a student's course id stands
 for their login.
 
@@ -14,6 +15,7 @@ import io
 import os
 from pathlib import Path
 
+from .gradebook import linked, read_written
 from .results import Store
 
 # A roster's columns: student_id, and any of these (a column left out, or a cell left empty, is not known)
@@ -29,17 +31,23 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def load_grades(graded: Path) -> tuple[dict, list, list]:
+def load_grades(graded: Path, gradebook: Path | None = None) -> tuple[dict, list, list]:
     """({student: {assignment: (score, max)}}, the assignments in order, the notebooks with written answers no
-    person has graded yet) from ``graded``/results.jsonl."""
+    person has graded yet) from ``graded``/results.jsonl, with the written answers' grades of the course's
+    gradebook (``gradebook``, or the one ``grade --gradebook`` recorded into)."""
     store = Path(graded) / "results.jsonl"
     if not store.is_file():
         raise ExportError(f"{store} does not exist: export reads the folder `python -m autograder grade` wrote")
+    results = [r for _, r in Store(store).load().values()]
+    gradebook = gradebook or linked(graded)
+    if gradebook is not None:
+        read_written(gradebook, results)
     grades, assignments, ungraded = {}, set(), []
-    for (student, aid), (_, r) in sorted(Store(store).load().items()):
+    for r in sorted(results, key=lambda r: (r.student, r.assignment)):
+        student, aid = r.student, r.assignment
         grades.setdefault(student, {})[aid] = (r.score, r.max_score)
         assignments.add(aid)
-        if any(c.manual and c.score == 0 for c in r.cells):
+        if not r.written_graded:
             ungraded.append((student, aid))
     if not grades:
         raise ExportError(f"{store} holds no graded notebook")
@@ -162,7 +170,7 @@ def _upload(course, grades, assignments, roster, course_id) -> list:
 def cmd_export(args) -> int:
     import sys
     try:
-        grades, assignments, ungraded = load_grades(Path(args.graded))
+        grades, assignments, ungraded = load_grades(Path(args.graded), args.gradebook and Path(args.gradebook))
         roster, unlisted = read_roster(Path(args.roster) if args.roster else None, grades)
         if args.roster and unlisted:
             print(f"{len(unlisted)} student(s) not in {args.roster}, exported with their course id as login: "

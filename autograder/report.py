@@ -24,9 +24,10 @@ def exercise_table(result: NotebookResult) -> str:
     rows, order = {}, []
     for cell in result.cells:
         if cell.exercise not in rows:
-            rows[cell.exercise] = {"score": 0.0, "max": 0.0, "manual": cell.manual, "message": ""}
+            rows[cell.exercise] = {"score": 0.0, "max": 0.0, "manual": cell.manual, "message": "", "graded": True}
             order.append(cell.exercise)
         row = rows[cell.exercise]
+        row["graded"] = row["graded"] and cell.graded
         row["score"] += cell.score
         row["max"] += cell.max_score
         if cell.message and not row["message"]:
@@ -37,6 +38,10 @@ def exercise_table(result: NotebookResult) -> str:
         lines.append(f"  could not be graded: {result.error}")
     for name in order:
         row = rows[name]
+        if row["manual"] and row["graded"]:
+            lines.append(f"  {name:<{width}}  {_fmt(row['score']):>3} / {_fmt(row['max']):<3}  written answer, "
+                         f"graded by a person")
+            continue
         if row["manual"]:
             lines.append(f"  {name:<{width}}    - / {_fmt(row['max']):<3}  written answer: awaiting a human grader")
             continue
@@ -47,7 +52,10 @@ def exercise_table(result: NotebookResult) -> str:
         lines.append(line)
     manual_max = result.max_score - result.auto_max
     summary = f"  autograded: {_fmt(result.auto_score)} / {_fmt(result.auto_max)}"
-    if manual_max:
+    if manual_max and result.written_graded:
+        summary += (f"; written answers: {_fmt(result.score - result.auto_score)} / {_fmt(manual_max)}, graded by a "
+                    f"person; total {_fmt(result.score)} / {_fmt(result.max_score)}")
+    elif manual_max:
         summary += f"; written answers: {_fmt(manual_max)} more points, graded by a person"
     lines.append(summary)
     if result.notes:
@@ -69,7 +77,8 @@ def needs_review(r: NotebookResult) -> bool:
 
 def write_grades_csv(results, path: Path) -> None:
     """One row per notebook. score / max_score count every point: the autograded ones, and the written answers'
-    (``written_max``) once a person grades them; until then ``written`` is empty and score = autograded."""
+    (``written_max``) once a person grades them (in the Formgrader: grade --gradebook); until every written answer
+    of the notebook is graded, ``written`` is empty and score counts the autograded points and the graded ones."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -77,8 +86,9 @@ def write_grades_csv(results, path: Path) -> None:
                     "written", "written_max", "needs_review"])
         for r in sorted(results, key=lambda r: (r.student, r.assignment)):
             written_max = r.max_score - r.auto_max
+            written = _fmt(r.score - r.auto_score) if written_max and r.written_graded else ""
             w.writerow([r.student, r.assignment, r.notebook, _fmt(r.score), _fmt(r.max_score), _fmt(r.auto_score),
-                        _fmt(r.auto_max), "", _fmt(written_max), "yes" if needs_review(r) else ""])
+                        _fmt(r.auto_max), written, _fmt(written_max), "yes" if needs_review(r) else ""])
 
 
 def exercise_stats(results):
@@ -156,11 +166,11 @@ def write_class_report(results, path: Path, refused=(), unfinished: int = 0) -> 
     review = [r for r in ordered if needs_review(r)]
     parts.append(f"{len(review)} notebook(s) flagged for a person to review (listed first)." if review else
                  "No notebook is flagged for review.")
-    written = [c for r in results for c in r.cells if c.manual]
+    written = [c for r in results for c in r.cells if c.manual and not c.graded]
     if written:
-        notebooks = len({(r.student, r.assignment) for r in results if any(c.manual for c in r.cells)})
+        notebooks = len({(r.student, r.assignment) for r in results if not r.written_graded})
         parts.append(f"{len(written)} written answer(s) in {notebooks} notebook(s) await a human grader "
-                     f"(nbgrader's Formgrader); the scores here count autograded points only.")
+                     f"(nbgrader's Formgrader, after grade --gradebook); the scores here leave them out.")
     for r in ordered:
         parts += ["", f"student {r.student}", exercise_table(r)]
     path.write_text("\n".join(parts) + "\n")
@@ -307,8 +317,10 @@ def feedback_page(result: NotebookResult, autograded: Path | None):
     """What one student's feedback page shows: their graded notebook with the hidden tests' code and tracebacks
     redacted (None when there is none), and the header: points and messages per exercise."""
     table = html.escape(exercise_table(result))
-    header = (f"<h1>Feedback: {html.escape(result.assignment)}</h1><p>autograded "
-              f"{_fmt(result.auto_score)} / {_fmt(result.auto_max)} points</p><pre>{table}</pre>")
+    points = f"autograded {_fmt(result.auto_score)} / {_fmt(result.auto_max)} points"
+    if result.max_score > result.auto_max and result.written_graded:
+        points += f"; in all, with the written answers, {_fmt(result.score)} / {_fmt(result.max_score)}"
+    header = f"<h1>Feedback: {html.escape(result.assignment)}</h1><p>{points}</p><pre>{table}</pre>"
     if autograded is not None and autograded.is_file():
         return _redacted(nbformat.reads(files.read(autograded).decode(), as_version=4)), header
     return None, header

@@ -67,6 +67,7 @@ class CellResult:
     max_score: float
     manual: bool  # a written answer, graded by a person
     message: str = ""
+    graded: bool = False  # a written answer a person has graded in the Formgrader: its score is theirs
 
     @property
     def mistake(self) -> str:
@@ -102,6 +103,11 @@ class NotebookResult:
     @property
     def max_score(self) -> float:
         return sum(c.max_score for c in self.cells)
+
+    @property
+    def written_graded(self) -> bool:
+        """Every written answer has a person's grade (True when there is none to grade)."""
+        return all(c.graded for c in self.cells if c.manual)
 
     @property
     def full_marks(self) -> bool:

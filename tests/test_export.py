@@ -24,7 +24,8 @@ MOODLE_IDENTITY = ["Username", "ID number", "Email address", "Full name"]
 
 
 def result(student, aid, auto, auto_max, written=None, written_max=4.0):
-    cells = [CellResult("x", "x", auto, auto_max, False), CellResult("why", "why", written or 0.0, written_max, True)]
+    cells = [CellResult("x", "x", auto, auto_max, False),
+             CellResult("why", "why", written or 0.0, written_max, True, graded=written is not None)]
     return NotebookResult(student, aid, f"{aid}.ipynb", cells)
 
 

@@ -17,6 +17,8 @@ import urllib.request
 import pytest
 
 from autograder import course
+from tests.test_gradebook import AID, WRITTEN, a_small_class, written_grades
+from tests.test_gradebook import grade as grade_into
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
 try:
@@ -39,15 +41,19 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server on a copy of the course directory; yields its base URL."""
+    """A JupyterLab server on a copy of the course directory, whose gradebook holds a small class of notebook 01
+    graded by ``grade --gradebook`` (tests/test_gradebook.py); yields its base URL and the course's folder."""
     assert CHROMIUM, "no chromium on PATH: python3 course.py test installs it (apt-get install chromium)"
     assert sync_playwright, "playwright is not installed: pip install -e .[dev]"
-    root = tmp_path_factory.mktemp("lab") / "course"
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "course"
     for folder in ("solutions", "notebooks"):
         shutil.copytree(course.ROOT / folder, root / folder)
     shutil.copy(course.ROOT / "nbgrader_config.py", root)
     (root / "autograder").mkdir()
     shutil.copy(course.CONFIG, root / "autograder")
+    a_small_class(tmp / "submitted")
+    grade_into(tmp / "submitted", tmp / "out", root)
     port = free_port()
     # nbgrader runs `alembic` from PATH when it opens the gradebook: the environment's scripts come first
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
@@ -154,3 +160,38 @@ def test_the_class_page_reads_right_in_the_browser(browser, tmp_path):
     expect(page.locator("#review").locator("xpath=following-sibling::table[1]")).to_contain_text("opens a socket")
     assert [u for u in asked if not u.startswith(("file:", "data:"))] == [], asked
     page.screenshot(path=os.environ.get("CLASS_PAGE_SHOT", tmp_path / "class.png"), full_page=True)
+
+
+def test_the_formgrader_shows_the_judges_scores_and_takes_a_written_grade(lab, browser, tmp_path):
+    """After grade --gradebook, the Formgrader lists each submission with the judges' points (eve's forged
+    notebook at 8, its wrong softmax found outside the kernel); a written grade typed there is saved in the
+    gradebook, where grade reads it back."""
+    url, root = lab
+    # the formgrader's own requests carry the token too (a token in the page's address covers that page only)
+    page = browser.new_page(viewport={"width": 1400, "height": 900},
+                            extra_http_headers={"Authorization": f"token {TOKEN}"})
+    page.goto(f"{url}/formgrader/gradebook/{AID}/{AID}")
+    rows = page.locator("#main-table tr")
+    expect(rows).to_have_count(3, timeout=60_000)
+    expect(rows.first.locator(".score")).not_to_be_empty()
+    scores = {row.locator("a.name-shown").text_content(): row.locator(".score").text_content()
+              for row in rows.all()}
+    assert scores == {"ada": "11 / 15", "cy": "8 / 15", "eve": "8 / 15"}, scores
+    page.screenshot(path=tmp_path / "formgrader-scores.png")
+    ada = rows.filter(has=page.locator("a.name-shown", has_text="ada")).locator("a.name-shown")
+    page.goto(url + ada.get_attribute("href"))
+    for cell, points in WRITTEN.items():
+        box = page.locator(f"input.score#{cell}")
+        expect(box).to_be_visible(timeout=60_000)
+        box.fill(str(points))
+        box.press("Tab")  # a change event: the Formgrader saves the grade
+    page.wait_for_function("() => document.querySelectorAll('.score-saved').length > 0")
+    deadline = time.monotonic() + 30
+    while written_grades(root, "ada") != WRITTEN and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert written_grades(root, "ada") == WRITTEN
+    page.screenshot(path=tmp_path / "formgrader-written.png", full_page=False)
+    page.goto(f"{url}/formgrader/gradebook/{AID}/{AID}")
+    row = page.locator("#main-table tr").filter(has=page.locator("a.name-shown", has_text="ada"))
+    expect(row.locator(".score")).to_have_text("14.5 / 15", timeout=30_000)
+

@@ -10,7 +10,7 @@ LAYERS = [
     {"settings", "course", "results", "files", "scratch", "proctree", "scan", "cgroup", "nodisplay"},
     # building blocks: the kernel's side of the channel, the sandbox, intake, bundles, nbgrader's commands
     {"probe", "sandbox", "zygote", "spawn", "sandbox_log", "intake", "bundle", "fingerprint", "nbgrader_run", "report",
-     "class_page", "export", "release", "similar"},
+     "class_page", "export", "gradebook", "release", "similar"},
     # the judges, one module per exercise
     {"checks"},
     # the grader's end of a kernel, and the process that runs nbgrader
