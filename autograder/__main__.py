@@ -31,7 +31,8 @@ def cmd_release(args) -> int:
         print(f"released {path.relative_to(course.ROOT)}")
     if args.gradebook:
         register(Path(args.gradebook), args.assignments or course.assignments())
-        print(f"registered them in {Path(args.gradebook) / 'gradebook.db'}, for the Formgrader")
+        print(f"registered {len(args.assignments or course.assignments())} assignment(s) in "
+              f"{Path(args.gradebook) / 'gradebook.db'}, for the Formgrader")
     return 0
 
 

@@ -130,8 +130,11 @@ def _section_notebook(aid: str, results: list, table: dict) -> list:
     out = [f'<h2 id="{_esc(aid)}">{_esc(aid)}</h2>']
     autograded = [r.auto_score for r in results]
     top = results[0].auto_max if results else 0
+    written = [c for r in results for c in r.cells if c.manual]
+    graded = f", {sum(c.graded for c in written)} of {len(written)} written answers graded by a person" if written \
+        else ""
     out.append(f'<p>{len(results)} submission(s); autograded points: median {_fmt(statistics.median(autograded))} '
-               f'of {_fmt(top)}, {sum(r.full_marks for r in results)} with full marks.</p>')
+               f'of {_fmt(top)}, {sum(r.full_marks for r in results)} with full marks{graded}.</p>')
     out.append(f'<div class="plots"><img alt="score distribution of {_esc(aid)}" '
                f'src="data:image/png;base64,{score_plot(results)}"></div>')
     rows = sorted(((ex, st) for (a, ex), st in table.items() if a == aid), key=lambda kv: -kv[1]["lost"])

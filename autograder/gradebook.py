@@ -60,9 +60,9 @@ def record(course_dir: Path, results: list, autograded: Path) -> int:
             said = {}
             for c in r.cells:
                 grade = gb.find_grade(c.grade_id, r.assignment, r.assignment, r.student)
-                if c.manual:  # the Formgrader's to grade; a person's grade stays
-                    grade.auto_score = None
-                    grade.needs_manual_grade = grade.manual_score is None
+                if c.manual:  # the Formgrader's to grade (0 if left blank); a person's grade stays
+                    grade.auto_score = 0.0 if c.graded else None
+                    grade.needs_manual_grade = grade.manual_score is None and not c.graded
                 else:
                     grade.auto_score, grade.needs_manual_grade = c.score, False
                     if c.message and c.exercise not in said:
@@ -87,8 +87,8 @@ def _keep_graded(course_dir: Path, r: NotebookResult, autograded: Path) -> None:
 
 
 def read_written(course_dir: Path, results: list) -> int:
-    """Set each written answer's score to the grade a person gave it in the Formgrader (``graded``); returns how
-    many such grades were found."""
+    """Set each written answer's score to the grade a person gave it in the Formgrader (``graded``), and keep the
+    comments a person wrote there (``comments``); returns how many written grades were found."""
     from nbgrader.api import Gradebook, MissingEntry
 
     if not (Path(course_dir) / "gradebook.db").is_file():
@@ -104,7 +104,14 @@ def read_written(course_dir: Path, results: list) -> int:
                 except MissingEntry:
                     continue
                 if grade.manual_score is not None:
-                    c.score, c.graded = float(grade.manual_score), True
+                    c.score, c.graded, c.message = float(grade.manual_score), True, ""
                     found += 1
+            for exercise in dict.fromkeys(c.exercise for c in r.cells):
+                try:
+                    text = gb.find_comment(exercise, r.assignment, r.assignment, r.student).manual_comment
+                except MissingEntry:
+                    continue
+                if text and text.strip():
+                    r.comments[exercise] = text.strip()
     return found
 

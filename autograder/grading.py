@@ -32,7 +32,7 @@ from .bundle import student_view
 from .course import exercise_of
 from .settings import Limits
 from .nbgrader_run import make_course
-from .results import CellResult, NotebookResult, failure_line
+from .results import BLANK, CellResult, NotebookResult, failure_line
 from .sandbox_log import limit_notes, sandbox_state
 from .worker import MARK, Template
 from .zygote import FRESH, Zygote
@@ -82,8 +82,11 @@ def _read_results(root: Path, student: str, assignment: str, notebook: Path) -> 
         for gid, points, manual in graded:
             g = grades.get(gid)
             score = 0.0 if g is None or g.score is None else float(g.score)
+            # a written answer left as released: nbgrader scores it 0 and asks no person to grade it
+            blank = manual and g is not None and g.auto_score == 0 and not g.needs_manual_grade
             result.cells.append(CellResult(gid, exercise_of(gid, solution_ids), score, points, manual,
-                                           messages.get(gid, "") if score < points else ""))
+                                           BLANK if blank else messages.get(gid, "") if score < points else "",
+                                           graded=blank))
     return result
 
 

@@ -39,8 +39,8 @@ def exercise_table(result: NotebookResult) -> str:
     for name in order:
         row = rows[name]
         if row["manual"] and row["graded"]:
-            lines.append(f"  {name:<{width}}  {_fmt(row['score']):>3} / {_fmt(row['max']):<3}  written answer, "
-                         f"graded by a person")
+            said = row["message"] or "written answer, graded by a person"
+            lines.append(f"  {name:<{width}}  {_fmt(row['score']):>3} / {_fmt(row['max']):<3}  {said}")
             continue
         if row["manual"]:
             lines.append(f"  {name:<{width}}    - / {_fmt(row['max']):<3}  written answer: awaiting a human grader")
@@ -52,12 +52,16 @@ def exercise_table(result: NotebookResult) -> str:
         lines.append(line)
     manual_max = result.max_score - result.auto_max
     summary = f"  autograded: {_fmt(result.auto_score)} / {_fmt(result.auto_max)}"
-    if manual_max and result.written_graded:
-        summary += (f"; written answers: {_fmt(result.score - result.auto_score)} / {_fmt(manual_max)}, graded by a "
-                    f"person; total {_fmt(result.score)} / {_fmt(result.max_score)}")
+    waiting = sum(c.max_score for c in result.cells if c.manual and not c.graded)
+    if manual_max and result.written_score is not None:
+        summary += (f"; written answers: {_fmt(result.written_score)} / {_fmt(manual_max - waiting)} graded"
+                    + (f" so far ({_fmt(waiting)} more points await a person)" if waiting else "")
+                    + f"; total {_fmt(result.score)} / {_fmt(result.max_score)}")
     elif manual_max:
         summary += f"; written answers: {_fmt(manual_max)} more points, graded by a person"
     lines.append(summary)
+    for exercise, text in result.comments.items():
+        lines.append(f"  the grader's comment on {exercise}: {text}")
     if result.notes:
         lines.append("  notes:")
         lines += [f"    - {n}" for n in result.notes]
@@ -77,8 +81,8 @@ def needs_review(r: NotebookResult) -> bool:
 
 def write_grades_csv(results, path: Path) -> None:
     """One row per notebook. score / max_score count every point: the autograded ones, and the written answers'
-    (``written_max``) once a person grades them (in the Formgrader: grade --gradebook); until every written answer
-    of the notebook is graded, ``written`` is empty and score counts the autograded points and the graded ones."""
+    (``written_max``) as a person grades them (in the Formgrader: grade --gradebook). ``written`` is the points of
+    the written answers graded so far (an answer left as released counts 0), empty while none is."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -86,7 +90,7 @@ def write_grades_csv(results, path: Path) -> None:
                     "written", "written_max", "needs_review"])
         for r in sorted(results, key=lambda r: (r.student, r.assignment)):
             written_max = r.max_score - r.auto_max
-            written = _fmt(r.score - r.auto_score) if written_max and r.written_graded else ""
+            written = _fmt(r.written_score) if written_max and r.written_score is not None else ""
             w.writerow([r.student, r.assignment, r.notebook, _fmt(r.score), _fmt(r.max_score), _fmt(r.auto_score),
                         _fmt(r.auto_max), written, _fmt(written_max), "yes" if needs_review(r) else ""])
 
@@ -318,8 +322,9 @@ def feedback_page(result: NotebookResult, autograded: Path | None):
     redacted (None when there is none), and the header: points and messages per exercise."""
     table = html.escape(exercise_table(result))
     points = f"autograded {_fmt(result.auto_score)} / {_fmt(result.auto_max)} points"
-    if result.max_score > result.auto_max and result.written_graded:
-        points += f"; in all, with the written answers, {_fmt(result.score)} / {_fmt(result.max_score)}"
+    if result.max_score > result.auto_max and result.written_score is not None:
+        points += (f"; in all, with the written answers{'' if result.written_graded else ' graded so far'}, "
+                   f"{_fmt(result.score)} / {_fmt(result.max_score)}")
     header = f"<h1>Feedback: {html.escape(result.assignment)}</h1><p>{points}</p><pre>{table}</pre>"
     if autograded is not None and autograded.is_file():
         return _redacted(nbformat.reads(files.read(autograded).decode(), as_version=4)), header

@@ -25,6 +25,8 @@ from pathlib import Path
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # what a student reads on a graded cell whose judge broke (the grader's fault, flagged for a person)
+# a written answer handed in as released: 0 points, and no person needs to grade it (nbgrader's rule)
+BLANK = "no answer: the cell was left as released (0 points)"
 JUDGE_BROKE = "the grader's check of this cell broke (not necessarily your code's fault): flagged for a person to review"
 
 
@@ -44,12 +46,27 @@ _TUPLE = re.compile(r"[(\[](#|'…'|, )+[)\]]")
 
 def cause(message: str) -> str:
     """A failure message with what varies between students taken out: the call a judge describes before its
-    diagnosis, numbers, shapes and quoted values. 'softmax(x of shape (4, 4), dim=-1) is wrong: the values sum to 1
+    diagnosis (or the arguments of the call it starts with), numbers, shapes and quoted values. 'softmax(x of shape (4, 4), dim=-1) is wrong: the values sum to 1
     along dim 0, not along dim=-1: ...' -> 'the values sum to # along dim #, not along dim=#: ...'."""
     text = _ERROR.sub("", ANSI.sub("", message).strip())
     text = _CALL.sub("", text)
+    text = _arguments_out(text)
     text = _NUMBER.sub("#", _QUOTED.sub("'…'", text))
     return _TUPLE.sub("(#)", text)
+
+
+def _arguments_out(text: str) -> str:
+    """'softmax([[1000, 1001]]) is not implemented yet' -> 'softmax(…) is not implemented yet': the arguments of
+    the call a message starts with, whatever they were."""
+    head = re.match(r"\w+\(", text)
+    if not head:
+        return text
+    depth = 0
+    for i in range(head.end() - 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:head.end()] + "…" + text[i:]
+    return text
 
 
 def mistake_id(exercise: str, message: str) -> str:
@@ -84,6 +101,7 @@ class NotebookResult:
     error: str = ""  # the whole notebook could not be graded
     notes: list[str] = field(default_factory=list)  # repairs and limits, for the report
     flags: list[str] = field(default_factory=list)  # code a human should read
+    comments: dict = field(default_factory=dict)  # exercise -> what a person wrote about it in the Formgrader
     sandbox: str = ""  # which protections the kernel ran under
     fault: str = ""  # the grader's own failure on this notebook (graded again when grade runs again)
     seconds: float = 0.0  # how long grading it took, start of the kernel to the last judge
@@ -103,6 +121,12 @@ class NotebookResult:
     @property
     def max_score(self) -> float:
         return sum(c.max_score for c in self.cells)
+
+    @property
+    def written_score(self) -> float | None:
+        """The points of the written answers graded so far; None while none is."""
+        graded = [c.score for c in self.cells if c.manual and c.graded]
+        return sum(graded) if graded else None
 
     @property
     def written_graded(self) -> bool:

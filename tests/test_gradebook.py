@@ -87,18 +87,26 @@ def test_a_written_grade_given_in_the_gradebook_survives_grading_again_and_reach
         for cell, points in WRITTEN.items():
             g = gb.find_grade(cell, AID, AID, "ada")
             g.manual_score, g.needs_manual_grade = points, False
+        g = gb.find_grade("question_scaling", AID, AID, "cy")  # cy: one of two graded so far, with a comment
+        g.manual_score, g.needs_manual_grade = 1.0, False
+        gb.find_comment("question_scaling", AID, AID, "cy").manual_comment = "Name the variance: it grows with d_k."
         gb.db.commit()
     proc = grade(tmp / "submitted", tmp / "out", root)  # nothing changed: the results are kept, not graded again
-    assert "kept 3 notebook(s)" in proc.stderr and "2 written answer(s) graded there" in proc.stderr
+    assert "kept 3 notebook(s)" in proc.stderr and "3 written answer(s) graded there" in proc.stderr
     assert written_grades(root, "ada") == WRITTEN
     rows = {r["student_id"]: r for r in csv.DictReader(open(tmp / "out" / "grades.csv"))}
     assert (rows["ada"]["score"], rows["ada"]["written"], rows["ada"]["written_max"]) == ("14.5", "3.5", "4")
     assert (rows["eve"]["score"], rows["eve"]["written"]) == ("8", "")  # awaiting a person
+    assert (rows["cy"]["score"], rows["cy"]["written"]) == ("9", "1")  # one answer graded so far
     report = (tmp / "out" / "report.txt").read_text()
     assert "1.5 / 2    written answer, graded by a person" in report
-    assert "4 written answer(s) in 2 notebook(s) await a human grader" in report
+    assert "written answers: 1 / 2 graded so far (2 more points await a person); total 9 / 15" in report
+    assert "3 written answer(s) in 2 notebook(s) await a human grader" in report
     feedback = (tmp / "out" / "feedback" / "ada" / f"{AID}.html").read_text()
     assert "in all, with the written answers, 14.5 / 15" in feedback
+    feedback = (tmp / "out" / "feedback" / "cy" / f"{AID}.html").read_text()
+    assert "in all, with the written answers graded so far, 9 / 15" in feedback
+    assert "the grader&#x27;s comment on question_scaling: Name the variance: it grows with d_k." in feedback
     # nbgrader's own export and ours agree, notebook by notebook
     nbgrader(root, "export", "--to", str(tmp / "nbgrader.csv"))
     theirs = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(open(tmp / "nbgrader.csv"))}
@@ -106,4 +114,4 @@ def test_a_written_grade_given_in_the_gradebook_survives_grading_again_and_reach
                            str(tmp / "ours.csv")], capture_output=True, text=True, cwd=course.ROOT)
     assert proc.returncode == 0, proc.stderr
     ours = {r["student_id"]: float(r[AID]) for r in csv.DictReader(open(tmp / "ours.csv"))}
-    assert ours == theirs == {"ada": 14.5, "cy": 8.0, "eve": 8.0}
+    assert ours == theirs == {"ada": 14.5, "cy": 9.0, "eve": 8.0}

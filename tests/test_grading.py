@@ -95,7 +95,7 @@ def test_grade_a_class(tmp_path):
     assert (rows["alice"]["score"], rows["alice"]["max_score"]) == ("11", "15")
     assert (rows["alice"]["autograded"], rows["alice"]["autograded_max"]) == ("11", "11")
     assert (rows["alice"]["written"], rows["alice"]["written_max"]) == ("", "4")  # awaiting a person
-    assert rows["bob"]["score"] == "0"
+    assert (rows["bob"]["score"], rows["bob"]["written"]) == ("0", "0")  # written answers left as released
     assert (rows["carol"]["score"], rows["carol"]["notebook"]) == ("8", "renamed.ipynb")
     assert rows["dave"]["score"] == "0"
     assert rows["dave"]["needs_review"] == "yes" and rows["alice"]["needs_review"] == ""
@@ -117,6 +117,7 @@ def test_grade_a_class(tmp_path):
     assert "<h1" in carol and "<p>" in carol and "&lt;h1" not in carol and "&lt;p&gt;" not in carol
     # an emptied answer cell is named as missing, not as a cell that stopped with an error
     bob = (out / "feedback" / "bob" / f"{AID}.html").read_text()
+    assert "no answer: the cell was left as released (0 points)" in bob  # not "awaiting a human grader"
     assert "no cell that ran defines it; write softmax in its answer cell" in bob
     assert "did the cell stop with an error" not in bob
     # the class page: the four wrong-dim softmaxes are one mistake, counted 4, linking to each student's feedback

@@ -187,12 +187,6 @@ def generate_greedy(k):
     out, _, _ = run(k, there, idx, 0, what, temperature=0)
     if not torch.equal(out, idx):
         raise AssertionError(f"{what} should return the prompt as it is")
-    top = SIZES["max_len"]
-    n = top - 5 + 1
-    raises_value_error(k, f"{NAME}(a GPT with max_len={top}, idx {tuple(idx.shape)}, max_new_tokens={n})",
-                       k.student(NAME), there, idx, n, temperature=0,
-                       why=f"5 + {n} tokens are more than max_len = {top}: check T + max_new_tokens <= model.max_len "
-                           f"first, rather than returning fewer tokens or cropping the context")
 
 
 def generate_cache(k):
@@ -235,7 +229,8 @@ def generate_cache(k):
 
 def generate_sampling(k):
     """The sampling arguments (temperature, top_k, top_p, generator) reach sample_next unchanged at every step,
-    with the last position's logits (B, vocab_size), and the token it returns is the one appended and fed back."""
+    with the last position's logits (B, vocab_size), and the token it returns is the one appended and fed back;
+    a ValueError when T + max_new_tokens > max_len."""
     here, there = model_pair(k, 1321)
     idx = _prompt(1321, 2, 3)
     n = 6
@@ -259,3 +254,10 @@ def generate_sampling(k):
             raise AssertionError(f"{what} called sample_next with {', '.join(f'{w}={got[w]!r}' for w in wrong)}: "
                                  f"pass every sampling argument on, sample_next(logits, **sampling)")
     compare(out, here, idx, n, what, temperature=0.8)
+    idx = _prompt(1322, 2, 5)
+    top = SIZES["max_len"]
+    n = top - 5 + 1
+    raises_value_error(k, f"{NAME}(a GPT with max_len={top}, idx {tuple(idx.shape)}, max_new_tokens={n})",
+                       k.student(NAME), there, idx, n, temperature=0,
+                       why=f"5 + {n} tokens are more than max_len = {top}: check T + max_new_tokens <= model.max_len "
+                           f"first, rather than returning fewer tokens or cropping the context")

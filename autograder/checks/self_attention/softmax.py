@@ -74,4 +74,4 @@ def softmax_stable(k):
         out = k.call(what, softmax, x, dim=-1)
         if torch.is_tensor(out) and out.shape == x.shape and not torch.isfinite(out).all():
             raise AssertionError(nan_message)
-        assert_close(out, torch.softmax(x, -1), what, diagnose=not_a_distribution(-1))
+        assert_close(out, torch.softmax(x, -1), what, hints=_hints(x, -1), diagnose=not_a_distribution(-1))
