@@ -84,6 +84,11 @@ def call(k, what, m1, s1, m2, s2, args_after=False):
     return (*got, trace.args) if args_after else got
 
 
+OTHER_REFERENCE = ("the pair describes the right total, s·e^m, but m is not the larger of the two maxima: it is "
+                   "measured against another reference (a log-sum-exp, m + log s, as SGLang's merge_state keeps). "
+                   "Return m = max(m1, m2) and s, the sum of exp(x − m), against it")
+
+
 def judge_pair(got, m1, s1, m2, s2, what):
     """Compare (m, s) with the right merge; name the usual mistakes."""
     m, s = got
@@ -92,6 +97,8 @@ def judge_pair(got, m1, s1, m2, s2, what):
         if is_close(m, m2):
             raise AssertionError(f"{what}: m is m2, the second block's maximum, where the first block holds the "
                                  f"larger one: {TO_SECOND}")
+        if torch.is_tensor(s) and s.shape == s_ref.shape and is_close(s * (m - m_ref).exp(), s_ref):
+            raise AssertionError(f"{what}: {OTHER_REFERENCE}")
         assert_close(m, m_ref, f"m returned by {what} (the larger of m1 and m2: torch.maximum(m1, m2))")
     if not bool(torch.isfinite(s).all()) and bool(torch.isfinite(s_ref).all()):
         big = max(m1.abs().max().item(), m2.abs().max().item())

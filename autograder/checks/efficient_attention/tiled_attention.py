@@ -44,6 +44,12 @@ NO_MAX = ("scores in the thousands give inf or NaN: exp(score) overflows float32
 FROM_ZERO = ("scores that are all far below 0 (about -1000) give NaN or 0: the running maximum seems to start at 0, "
              "so exp(score − 0) underflows to 0 and the sum is 0. Start it at -inf, so that the first block brings "
              "its own maximum")
+ADDED_FILL = ("a query whose keys are all masked attends to every key as if there were no mask: a large finite "
+              "number (such as -1e6) is added to the masked scores, which shifts a whole row alike and leaves its "
+              "softmax unchanged. Fill the masked scores with -inf and return 0 for a query that may attend no key")
+NOT_ZERO = ("a query that may attend no key gets a non-zero output (the other queries are right): its masked "
+            "scores hold a finite number, -1e6 added or -1e9 filled, where -inf belongs, so it still weighs the "
+            "keys it may not attend. Fill with -inf and return 0 for such a query")
 RETURNS_PAIR = ("tiled_attention returns the output only, a tensor (..., T_q, d_v), not a pair (output, weights): "
                 "the point of tiling is never to hold the weights")
 
@@ -222,6 +228,11 @@ def tiled_attention_mask(k):
                 raise AssertionError(f"{what}: {ROW_NAN}")
             if torch.isfinite(out).all() and is_close(out[empty], v.mean(-2, keepdim=True).expand_as(out)[empty]):
                 raise AssertionError(f"{what}: {FINITE_FILL}")
+            if torch.isfinite(out).all() and is_close(out[empty], full(q, key, v)[empty]):
+                raise AssertionError(f"{what}: {ADDED_FILL}")
+            if (torch.isfinite(out).all() and not is_close(out[empty], torch.zeros_like(out[empty]))
+                    and is_close(out[good], full(q, key, v, mask)[good])):
+                raise AssertionError(f"{what}: {NOT_ZERO}")
             if torch.isnan(out[good]).any():
                 raise AssertionError(f"{what} gives NaN for queries that may attend some keys, as well as for the one "
                                      f"that may attend none: {ROW_NAN}; keep its 0/0 out of the other rows")
