@@ -133,12 +133,52 @@ def compare(submissions, threshold: float = Similar.threshold) -> tuple[list, li
             shared = len(hashes[id(a)] & hashes[id(b)])
             if shared < 0.5 * threshold * min(len(hashes[id(a)]), len(hashes[id(b)])):
                 continue  # far from the threshold on the fingerprints alone: not worth a close look
-            _, shares, slices = compare_files(a.print, b.print)
+            _, shares, _ = compare_files(a.print, b.print)
             similarity = float(max(shares))
             if similarity >= threshold:
-                pairs.append(Pair(aid, a, b, similarity, tuple(float(s) for s in shares), slices))
+                pairs.append(Pair(aid, a, b, similarity, tuple(float(s) for s in shares), _raw_slices(a, b)))
     pairs.sort(key=lambda p: (-p.similarity, p.assignment, p.a.student, p.b.student))
     return pairs, empty
+
+
+def raw_positions(code: str) -> list:
+    """For each character of copydetect's filtered code (names as V, F or O, strings as S, no comments or white
+    space), the (start, end) of the raw token it comes from. copydetect maps its slices back through an offset
+    table that is wrong after a class name (it records the name's length, not the running offset), so a pair's
+    marks landed mid-word, ran backwards and missed shared code."""
+    from pygments import lexers, token
+    spans, at = [], 0
+    for kind, text in lexers.get_lexer_for_filename("answer.py").get_tokens(code):
+        start = code.find(text, at) if text else at
+        start = at if start < 0 else start
+        end = start + len(text)
+        if kind in (token.Name, token.Name.Variable, token.Name.Attribute) or kind in token.Name.Function \
+                or kind in token.Name.Class or kind in (token.Comment.Preproc, token.Comment.Hashbang):
+            spans.append((start, end))
+        elif kind in token.Text or kind in token.Comment:
+            pass
+        elif kind in token.Literal.String:
+            spans.append((start, end))
+        else:  # kept as it is, character by character: a mark that starts or ends inside takes the whole token
+            spans += [(start, end)] * (end - start)
+        at = max(at, end)
+    return spans
+
+
+def _raw_slices(a, b) -> tuple:
+    """The shared code of a pair, as (starts, ends) in each side's raw code."""
+    idx_a, idx_b = _copydetect().utils.find_fingerprint_overlap(a.print.hashes, b.print.hashes, a.print.hash_idx,
+                                                                b.print.hash_idx)
+    out = []
+    for w, idx in ((a, idx_a), (b, idx_b)):
+        spans = raw_positions(w.code)
+        if len(spans) != len(w.print.filtered_code):  # another tokenization than copydetect's: mark nothing
+            out.append(([], []))
+            continue
+        starts, ends = _copydetect().utils.get_copied_slices(idx, K)
+        pieces = [(spans[int(i)][0], spans[min(int(j), len(spans)) - 1][1]) for i, j in zip(starts, ends) if j > i]
+        out.append(([p[0] for p in pieces], [p[1] for p in pieces]))
+    return tuple(out)
 
 
 def _marked(code: str, slices) -> str:

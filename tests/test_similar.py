@@ -47,6 +47,14 @@ def test_independent_solutions_are_not_flagged_and_a_disguised_copy_is(tmp_path)
     highest = max(p.similarity for p in everything if "copier" not in (p.a.student, p.b.student))
     assert highest < Similar.threshold <= pairs[0].similarity
     print(f"most alike of the independent pairs: {highest:.0%}; the copy: {pairs[0].similarity:.0%}")
+    # the marks: in order, whole tokens, and most of each side's code (copydetect's own slices ran backwards
+    # after a class name, started mid-word and left shared code unmarked)
+    for w, (starts, ends) in zip((pairs[0].a, pairs[0].b), pairs[0].slices):
+        assert all(a < b for a, b in zip(starts, ends)) and list(starts) == sorted(starts)
+        assert all(a == 0 or not (w.code[a - 1].isalnum() and w.code[a].isalnum()) for a in starts)
+        assert all(b == len(w.code) or not (w.code[b - 1].isalnum() and w.code[b].isalnum()) for b in ends)
+        marked = sum(b - a for a, b in zip(starts, ends))
+        assert marked > 0.8 * len(w.code.strip()), (w.student, marked, len(w.code))
 
 
 def test_the_course_s_code_is_not_copying(tmp_path):
