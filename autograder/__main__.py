@@ -205,10 +205,14 @@ def grade_class(submitted: Path, out: Path, jobs: int, limits: Limits, progress:
         results.append(zero_result(student, aid, "", "no notebook submitted"))
     unfinished = len(todo) - len(fresh)
     if gradebook is not None:
-        (out / GRADEBOOK_LINK).write_text(str(Path(gradebook).resolve()) + "\n")  # export reads it from there
-        recorded = record(gradebook, results, autograded)
-        print(f"recorded {recorded} notebook(s) in {Path(gradebook).resolve() / 'gradebook.db'} (the Formgrader's); "
-              f"{read_written(gradebook, results)} written answer(s) graded there", file=sys.stderr)
+        try:  # the grades are in results.jsonl already: a gradebook that cannot be written costs no output
+            (out / GRADEBOOK_LINK).write_text(str(Path(gradebook).resolve()) + "\n")  # export reads it from there
+            recorded = record(gradebook, results, autograded)
+            print(f"recorded {recorded} notebook(s) in {Path(gradebook).resolve() / 'gradebook.db'} (the "
+                  f"Formgrader's); {read_written(gradebook, results)} written answer(s) graded there", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - said, and the outputs are written without it
+            print(f"the gradebook in {gradebook} could not be updated ({type(e).__name__}: {str(e)[:300]}); the "
+                  f"outputs below leave out its written grades: run the same command again", file=sys.stderr)
     write_outputs(results, out, refused, unfinished, jobs)
     if interrupted:
         raise KeyboardInterrupt(f"{unfinished} notebook(s) not graded")

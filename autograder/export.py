@@ -13,6 +13,7 @@ for their login.
 import csv
 import io
 import os
+import sys
 from pathlib import Path
 
 from .gradebook import linked, read_written
@@ -168,7 +169,6 @@ def _upload(course, grades, assignments, roster, course_id) -> list:
 
 
 def cmd_export(args) -> int:
-    import sys
     try:
         grades, assignments, ungraded = load_grades(Path(args.graded), args.gradebook and Path(args.gradebook))
         roster, unlisted = read_roster(Path(args.roster) if args.roster else None, grades)

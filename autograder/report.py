@@ -96,28 +96,30 @@ def write_grades_csv(results, path: Path) -> None:
 
 
 def exercise_stats(results):
-    """(assignment, exercise) -> {students, full, mean share of points, commonest failure message}."""
+    """(assignment, exercise) -> {students, full, mean share of points, the message of the commonest failure,
+    counted by cause}."""
     stats = {}
     for r in results:
         per = {}
         for c in r.cells:
             if c.manual:
                 continue
-            row = per.setdefault(c.exercise, [0.0, 0.0, ""])
+            row = per.setdefault(c.exercise, [0.0, 0.0, None])
             row[0] += c.score
             row[1] += c.max_score
-            row[2] = row[2] or c.message
-        for ex, (score, most, message) in per.items():
+            row[2] = row[2] or (c if c.mistake else None)
+        for ex, (score, most, failed) in per.items():
             st = stats.setdefault((r.assignment, ex), {"students": 0, "full": 0, "share": 0.0, "messages": {}})
             st["students"] += 1
             st["full"] += score == most
             st["share"] += score / most if most else 1.0
-            if message:
-                key = textwrap.shorten(message, 120, placeholder=" ...")  # cut between words
-                st["messages"][key] = st["messages"].get(key, 0) + 1
+            if failed:  # counted by cause (results.mistake_id), as class.html counts them
+                count, said = st["messages"].get(failed.mistake, (0, failed.message))
+                st["messages"][failed.mistake] = (count + 1, said)
     for st in stats.values():
         st["share"] /= st["students"]
-        st["top"] = max(st["messages"].items(), key=lambda kv: kv[1])[0] if st["messages"] else ""
+        count, said = max(st["messages"].values(), key=lambda cs: cs[0]) if st["messages"] else (0, "")
+        st["top"] = textwrap.shorten(said, 120, placeholder=" ...")  # cut between words
     return stats
 
 

@@ -115,3 +115,18 @@ def test_a_written_grade_given_in_the_gradebook_survives_grading_again_and_reach
     assert proc.returncode == 0, proc.stderr
     ours = {r["student_id"]: float(r[AID]) for r in csv.DictReader(open(tmp / "ours.csv"))}
     assert ours == theirs == {"ada": 14.5, "cy": 9.0, "eve": 8.0}
+
+
+def test_a_gradebook_that_cannot_be_written_costs_no_output(graded):
+    """The grades are kept in results.jsonl before the gradebook is touched: when it cannot be written (here its
+    folder is a file), grade says so and still writes every output."""
+    tmp, _, _ = graded
+    (tmp / "not-a-course").write_text("a file, not a folder")
+    (tmp / "out" / "grades.csv").unlink()
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp / "submitted"), "--out",
+                           str(tmp / "out"), "--gradebook", str(tmp / "not-a-course")], capture_output=True,
+                          text=True, cwd=course.ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "could not be updated" in proc.stderr and "run the same command again" in proc.stderr
+    rows = {r["student_id"]: r for r in csv.DictReader(open(tmp / "out" / "grades.csv"))}
+    assert rows["ada"]["autograded"] == "11" and rows["eve"]["score"] == "8"

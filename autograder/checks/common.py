@@ -122,7 +122,7 @@ def scaled(expected, named: dict, fix: str):
         if not torch.isfinite(a).all() or e.norm() == 0:
             return None
         c = (a @ e / (e @ e)).item()
-        if abs(c - 1) < 1e-3 or (a - c * e).norm() > 1e-3 * a.norm().clamp(min=1e-12):
+        if abs(c) < 1e-6 or abs(c - 1) < 1e-3 or (a - c * e).norm() > 1e-3 * a.norm().clamp(min=1e-12):
             return None
         said = f"{c:.4g} times the expected values"
         for name, value in named.items():
