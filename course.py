@@ -144,9 +144,21 @@ def main(argv) -> int:
     if command == "test":
         args = [a for a in argv[2:] if a != "--quick"]
         tier = ["-m", "quick"] if quick else ["--durations=15"]
-        return subprocess.call([str(py), "-m", "pytest", "-n", "2", "--dist", "loadfile", *tier] + args, cwd=ROOT,
-                               env=env)
+        return subprocess.call([str(py), "-m", "pytest", "-n", str(test_workers()), "--dist", "loadfile", *tier] + args,
+                               cwd=ROOT, env=env)
     return 0
+
+
+def test_workers() -> int:
+    """How many test processes (pytest-xdist) run at once: one per core, at least two, and no more than one per
+    3 GiB of memory (a worker grading a class holds a few kernels). The suite is about 3,900 processor-seconds
+    of work, so two cores take about half an hour, six about twelve minutes. `-n N` after `test` overrides it."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        memory = 0
+    cap = max(2, memory // (3 * 2**30)) if memory > 0 else 2
+    return max(2, min(os.cpu_count() or 2, cap))
 
 
 if __name__ == "__main__":
