@@ -1,5 +1,6 @@
 """The check and grade commands, end to end through stock nbgrader."""
 import csv
+import os
 import re
 import shutil
 import subprocess
@@ -177,3 +178,23 @@ def test_feedback_keeps_the_html_of_text_and_drops_what_could_act():
     for dropped in ("<script", "<style", "<iframe", "pixel.png", "onerror", "javascript:", "<form", "<input",
                     "style=", "onclick"):
         assert dropped not in page, (dropped, page)
+
+
+LAYOUT = '''
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.set_ylabel("a label long enough to move the axes\\nover two lines")
+plt.tight_layout()
+print(fig.subplotpars.left, plt.rcParams["figure.subplot.left"])
+plt.show()
+'''
+
+
+@pytest.mark.parametrize("backend,laid_out", [("module://autograder.nodisplay", False), ("Agg", True)])
+def test_graded_kernels_draw_no_figure_and_lay_none_out(backend, laid_out):
+    """The grading kernels' backend (autograder.nodisplay) neither renders figures nor lays them out: tight_layout
+    measures every label with the renderer (0.2 s a figure) for a picture nobody sees. Agg, for comparison, does."""
+    out = subprocess.run([sys.executable, "-c", LAYOUT], capture_output=True, text=True, cwd=course.ROOT, check=True,
+                         env={**os.environ, "MPLBACKEND": backend}).stdout.split()
+    left, default = map(float, out)
+    assert (left != default) == laid_out, (backend, left, default)
