@@ -200,7 +200,7 @@ def test_the_speed_judge_times_again_before_it_fails(monkeypatch, seconds, passe
         return types.SimpleNamespace(value=merges, seconds=99.0, cpu=seconds[len(calls) - 1])
     monkeypatch.setattr(judges, "_train", train)
     monkeypatch.setattr(judges, "no_tokenizers", lambda k, name: None)
-    monkeypatch.setattr(judges, "_expected", lambda corpus, n: merges)  # the reference is timed: limit 3 s
+    monkeypatch.setattr(judges, "_reference", lambda corpus, n: merges)  # the reference is timed: limit 3 s
     if passes:
         judges.train_bpe_speed(None)
     else:
