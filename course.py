@@ -151,7 +151,7 @@ def main(argv) -> int:
 
 def test_workers() -> int:
     """How many test processes (pytest-xdist) run at once: one per core, at least two, and no more than one per
-    3 GiB of memory (a worker grading a class holds a few kernels). The suite is about 3,900 processor-seconds
+    3 GiB of memory (a worker grading a class holds a few kernels). The suite is about 3,700 processor-seconds
     of work, so two cores take about half an hour, six about twelve minutes. `-n N` after `test` overrides it."""
     try:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

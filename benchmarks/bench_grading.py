@@ -19,7 +19,7 @@ single-thread workers started on this same machine (before the clock starts,
 as a class's cluster would be; each worker's grading processes start inside
 the timed run, as ``--jobs`` workers do). The two runs alternate, ``--rounds``
 times each. It prints both times, their ratio (the bar: at most 1.15), and
-the time to grade 600 students x 9 notebooks on 64 worker cores, projected
+the time to grade 600 students x every notebook on 64 worker cores, projected
 from the measured time per notebook per worker core.
 
     python benchmarks/bench_grading.py [--n 30] [--jobs 2]
@@ -120,9 +120,10 @@ def cluster_overhead(subs, rounds: int, tmp: Path) -> None:
     print("same autograded scores for every submission" if scores["jobs"] == scores["cluster"]
           else "scores DIFFER between --jobs and --cluster")
     per_core = on_cluster * 2 / len(subs)
-    class_size = 600 * 9
+    notebooks = len(course.assignments())
+    class_size = 600 * notebooks
     print(f"measured: {per_core:.1f} s per notebook per worker core ({100 * per_core / 60:.0f} min per 100 notebooks "
-          f"per core); 600 students x 9 notebooks = {class_size} notebooks on 64 worker cores: "
+          f"per core); 600 students x {notebooks} notebooks = {class_size} notebooks on 64 worker cores: "
           f"about {class_size * per_core / 64 / 60:.0f} min")
 
 
