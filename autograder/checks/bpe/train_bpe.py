@@ -22,6 +22,7 @@ def _reference_merges(corpus, n):
 
 
 def _reference(corpus, n):
+    """The reference's n merges of ``corpus``, computed afresh (the speed judge times this)."""
     return ref._train(ref.initial_word_freqs(corpus), n)
 
 
