@@ -89,7 +89,7 @@ class GuardedExecute(Judging, CappedOutput):
 
     def preprocess(self, nb, resources, retries=None):
         self._deadline = monotonic() + self.notebook_timeout
-        self._judge_deadline = None
+        self._judge_deadline = self._judge_budget = None
         self._stopped = ""
         self._notes = []
         self._probing = None

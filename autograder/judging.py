@@ -16,7 +16,7 @@ from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 
 from . import probe, proctree, spawn
-from .channel import PROBE_REPLY_LIMIT, KernelStopped, reply_of, request_code
+from .channel import PROBE_REPLY_LIMIT, KernelStopped, probe_timeout, reply_of, request_code, within
 from .results import JUDGE_BROKE
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the autograder package lies
@@ -63,7 +63,7 @@ class Judging:
     def _judge(self, cell, gid: str, index: int):
         """Run the judge of a graded cell in this process; the cell's outputs say what it decided."""
         from . import checks
-        budget = self._get_timeout(cell)
+        self._judge_budget = budget = self._get_timeout(cell)
         self._judge_deadline = monotonic() + budget
         cell.outputs, cell.execution_count = [], None
         flags = []
@@ -94,7 +94,7 @@ class Judging:
         code = request_code(text)
         request = NotebookNode(cell_type="code", source=code, metadata={}, outputs=[], execution_count=None)
         cell = self.nb.cells[index]
-        self._probing, self._probe_bytes = [], 0
+        self._probing, self._probe_bytes, self._overran = [], 0, False
         try:
             run_sync(self._async_probe_cell)(request, index, answer)
         except DeadKernelError:
@@ -106,18 +106,26 @@ class Judging:
         finally:
             replies, self._probing = self._probing, None
             self.nb.cells[index] = cell  # nbclient puts the cell it ran in the notebook: the test cell goes back
+        if self._overran:  # the grader's reference, run on the kernel's arguments, took the kernel's time
+            raise probe_timeout(self._judge_budget)
         error = next(({"ename": o.get("ename"), "evalue": o.get("evalue")} for o in request.outputs
                       if o.get("output_type") == "error"), None)
-        return reply_of(replies, self._probe_bytes, error, self._get_timeout(None))
+        return reply_of(replies, self._probe_bytes, error, self._judge_budget)
 
     async def _async_probe_cell(self, request, index: int, answer) -> None:
-        """Run a request cell with the stdin channel open, answering each input request with ``answer``."""
+        """Run a request cell with the stdin channel open, answering each input request with ``answer``, which
+        runs in the time the request has left (as in the live check: ``channel.within``). When it runs past that
+        time, the request is interrupted and fails as a time-out."""
         async def questions():
             while True:
                 msg = await ensure_async(self.kc.stdin_channel.get_msg())
                 if msg.get("msg_type") == "input_request":
                     prompt = str(msg.get("content", {}).get("prompt", ""))
-                    self.kc.input(answer(prompt) if answer else probe.pack({"ok": False, "fault": "no answer"}, {}))
+                    finished, reply = within(answer, prompt, self._get_timeout(None)) if answer else (True, None)
+                    if not finished:
+                        self._overran = True
+                        await ensure_async(self.km.interrupt_kernel())
+                    self.kc.input(reply or probe.pack({"ok": False, "fault": "no answer"}, {}))
 
         asking = asyncio.ensure_future(questions())
         self.kc.allow_stdin = True

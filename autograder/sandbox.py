@@ -29,11 +29,14 @@ CONNECTION_FILE ...``). Before it becomes the kernel it:
     folders and every path in ``Sandbox.hide`` (gradebooks, other students'
     submissions, the output folder); only the paths in ``Sandbox.keep``
     (the view, the release notebook) and Python itself come back, read-only,
-  * every other file system, /sys included, is read-only; /tmp is a fresh,
-    small one,
-  * /proc shows only the kernel's own processes, and all of them die with it,
+  * every other file system, /sys and /dev included, is read-only (device
+    files still open for writing); /tmp and /dev/shm are fresh, small ones,
+  * /proc shows only the kernel's own processes, and all of them die with it;
+    its host settings (/proc/sys, /proc/sysrq-trigger, ...) are read-only,
   * no capability is left, and a root grader's kernel runs as a uid of its
-    own (``UID_BASE`` + the launcher's pid), which owns no file of the host,
+    own (``UID_BASE`` + the launcher's pid), which owns no file of the host
+    (inside a user namespace it stays the host's uid 0, with no capability:
+    the read-only mounts above are then what keeps it off root's files),
   * no keyrings (a seccomp filter refuses their system calls, and /proc/keys
     is hidden) and no pseudo-terminals: both are shared across namespaces;
 - keeps only an allow-list of the grader's environment (``ENVIRONMENT``);
@@ -85,6 +88,8 @@ WRITABLE = ("/tmp", "/dev/shm")  # replaced by fresh, small file systems of the 
 UID_BASE = 1_500_000_000  # a root grader runs each kernel as UID_BASE + the launcher's pid: a uid no file has
 # the top-level folders a kernel keeps (read-only): the system's programs, libraries and settings
 SYSTEM_DIRS = {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "dev", "proc", "sys", "tmp"}
+# the parts of the kernel's own /proc that change the host (sysctls, interrupts, buses), made read-only
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 STARTUP = 180  # seconds a kernel may take to bind its sockets
 KERNEL_DIR = "/tmp/.kernel"  # in the kernel's own /tmp: its connection file and its sockets
 SOCKET_BASE = KERNEL_DIR + "/ipc"
@@ -150,8 +155,8 @@ def _isolate_files(workdir: str, hide, keep, scratch: int, uid=None) -> None:
     for path in sorted({os.path.realpath(p) for p in list(keep) + _python_dirs() if os.path.isdir(p)}, key=len):
         kept.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY), False))
     kept.append((workdir, os.open(workdir, os.O_PATH | os.O_DIRECTORY), True))
-    for point in _mount_points():
-        if point == workdir or point.startswith(("/proc", "/dev")):
+    for point in _mount_points():  # /dev too: device files still open for writing, but no file can be added there
+        if point == workdir or point.startswith("/proc"):
             continue
         try:
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(point))
@@ -454,6 +459,10 @@ def _start_kernel(argv, env, connection, sockets, fonts, memory, nproc, uid, use
     for name in ("/proc/keys", "/proc/key-users"):  # the host's keys, which no namespace separates
         if os.path.exists(name):
             _mount("/dev/null", name, None, MS_BIND)
+    for name in PROC_READ_ONLY:  # the host's settings: inside a user namespace the kernel is the host's uid 0
+        if os.path.exists(name):
+            _mount(name, name, None, MS_BIND)
+            _mount(None, name, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(KERNEL_DIR, mode=0o700, exist_ok=True)
     private = dict(connection["info"])
     if sockets is not None:

@@ -7,6 +7,7 @@ kernel, so that monkeypatch can break a judge; the gradebook and the sandbox aro
 nothing of this (tests/test_hostile.py grades through them).
 """
 import json
+import time
 from pathlib import Path
 
 import nbformat
@@ -14,7 +15,7 @@ import pytest
 
 from autograder import checks, course, execute, judging, probe
 from autograder.checks.self_attention import softmax as softmax_judges
-from tests.submissions import make_submission
+from tests.submissions import make_submission, solution_sources
 
 AID = "01_self_attention"
 FLOOD = f"""import torch
@@ -41,14 +42,14 @@ class Keeping(execute.GuardedExecute):
         return out
 
 
-def grade(tmp_path, monkeypatch, replace=None, step=execute.GuardedExecute):
+def grade(tmp_path, monkeypatch, replace=None, step=execute.GuardedExecute, aid=AID, timeout=60):
     """(graded notebook, the Execute step's notes) for the filled-in notebook, answers ``replace``-d."""
-    path = make_submission(AID, tmp_path / AID / f"{AID}.ipynb", replace)
+    path = make_submission(aid, tmp_path / aid / f"{aid}.ipynb", replace)
     monkeypatch.setenv("AUTOGRADER_NOTES", str(tmp_path / "notes.json"))
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     nb = nbformat.read(path, as_version=4)
-    step(kernel_name="python3", timeout=60).preprocess(nb, {"nbgrader": {"assignment": AID},
-                                                            "metadata": {"path": str(path.parent)}})
+    step(kernel_name="python3", timeout=timeout).preprocess(nb, {"nbgrader": {"assignment": aid},
+                                                                 "metadata": {"path": str(path.parent)}})
     return nb, json.loads((tmp_path / "notes.json").read_text())
 
 
@@ -120,3 +121,33 @@ def test_a_flood_on_the_probes_channel_fails_the_cell_and_is_not_kept(tmp_path, 
     limit = judging.PROBE_REPLY_LIMIT
     assert failed["softmax_reference"] == f"the kernel's answer was larger than {limit // 2**20} MiB"
     assert 0 < Keeping.most <= limit
+
+
+# bpe_tokenize, with the grader's train_bpe (handed to the kernel by the judge, as a stand-in that runs in the
+# grader) asked for 2000 merges of 20000 words: minutes of the grader's time, on arguments the kernel picked
+SLOW_REFERENCE = solution_sources("07_bpe")["bpe_tokenize"] + """
+import random
+_own_bpe_tokenize = bpe_tokenize
+
+
+def bpe_tokenize(word, merges):
+    if (train_bpe.__doc__ or "").startswith("The course's"):
+        rnd = random.Random(0)
+        train_bpe(" ".join("".join(rnd.choice("abcdefghij") for _ in range(8)) for _ in range(20000)), 2000)
+    return _own_bpe_tokenize(word, merges)
+"""
+
+
+def test_a_reference_run_for_the_kernel_stops_at_the_cells_time(tmp_path, monkeypatch):
+    """The red team's hold on grading: a judge's stand-in runs the grader's reference on arguments the kernel
+    picks. That run is stopped at the cell's time limit, as in the live check: the cell fails as a time-out,
+    and the notebook goes on (the grader's worker is not held until it is killed)."""
+    start = time.monotonic()
+    nb, notes = grade(tmp_path, monkeypatch, {"bpe_tokenize": SLOW_REFERENCE}, aid="07_bpe", timeout=10)
+    seconds = time.monotonic() - start
+    failed = failures(nb)
+    timed_out = [gid for gid, error in failed.items() if "ran past the time limit (10 s)" in error]
+    assert timed_out and all(gid.startswith("bpe_tokenize") for gid in timed_out), failed
+    assert not any(error for gid, error in failed.items() if not gid.startswith("bpe_tokenize")), failed  # as usual
+    assert seconds < 60 + 15 * len(timed_out), f"{seconds:.0f} s for {len(timed_out)} timed-out cells"
+    assert not any(n.get("flag") for n in notes), notes  # a time-out, not the grader's fault

@@ -324,10 +324,15 @@ def test_a_forked_kernel_draws_its_own_numbers_is_timed_through_its_launcher_and
 
 
 CAPS = '''
-import ctypes, json
+import ctypes, json, os
 caps = {{line.split(":")[0]: int(line.split(":")[1], 16) for line in open("/proc/self/status")
         if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd"))}}
-print("SEEN" + json.dumps({{"caps": caps, "umount": ctypes.CDLL(None, use_errno=True).umount2({root!r}.encode(), 2)}}))
+# what root's uid could change without a capability, asked of access(2), which changes nothing: a file in /dev
+# (shared with the grader and every kernel), a host setting in /proc/sys, a message queue of the host's
+writable = [p for p in ("/dev", "/dev/mqueue", "/proc/sys/kernel/core_pattern", "/proc/sys/vm/overcommit_memory",
+                        "/proc/sysrq-trigger") if os.path.exists(p) and os.access(p, os.W_OK)]
+print("SEEN" + json.dumps({{"caps": caps, "umount": ctypes.CDLL(None, use_errno=True).umount2({root!r}.encode(), 2),
+                           "writable": writable, "uid": os.getuid()}}))
 '''
 
 
@@ -337,7 +342,8 @@ print("SEEN" + json.dumps({{"caps": caps, "umount": ctypes.CDLL(None, use_errno=
 def test_the_kernel_has_no_capability_and_cannot_take_a_cover_off(tmp_path, user_namespace):
     """Whether the launcher made the namespaces as root or inside a user namespace of its own (root without
     CAP_SYS_ADMIN, as in a container), the kernel has no capability left (an exec would empty the sets; a kernel
-    forked from the zygote has none to empty them), so it cannot unmount the cover over the course."""
+    forked from the zygote has none to empty them), so it cannot unmount the cover over the course. Inside a user
+    namespace it is still the host's uid 0: /dev and the host's settings in /proc are read-only to it."""
     look = CAPS.format(root=str(course.ROOT))
     code = (f"import json; from pathlib import Path; from tests.test_sandbox import _seen; "
             f"r, seen = _seen(Path({str(tmp_path)!r}), look={look!r}); print('RESULT' + json.dumps([r.sandbox, seen]))")
@@ -353,6 +359,7 @@ def test_the_kernel_has_no_capability_and_cannot_take_a_cover_off(tmp_path, user
     assert sandbox == "isolated", sandbox
     assert not any(seen["caps"].values()), seen["caps"]
     assert seen["umount"] != 0, "the kernel took the cover off the course"
+    assert seen["writable"] == [], f"the kernel (uid {seen['uid']} in its namespace) may write {seen['writable']}"
 
 
 def _memory_holds(pid: int, needle: bytes) -> bool:
